@@ -1,0 +1,171 @@
+package app
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Config is the appliance's start-up configuration: the YAML file with
+// SERVICE_* environment overrides, decoded by main.go. Every key and its
+// default is documented in config.example.yaml.
+type Config struct {
+	Listen    string    `mapstructure:"listen"`
+	PublicURL string    `mapstructure:"public_url"`
+	DataDir   string    `mapstructure:"data_dir"`
+	Edition   string    `mapstructure:"edition"`
+	TLS       TLSConfig `mapstructure:"tls"`
+	Log       struct {
+		Level  string `mapstructure:"level"`
+		Format string `mapstructure:"format"`
+	} `mapstructure:"log"`
+	API struct {
+		// RateLimit is requests per key per RateWindow (SPEC: 600 per 10 min).
+		RateLimit      int           `mapstructure:"rate_limit"`
+		RateWindow     time.Duration `mapstructure:"rate_window"`
+		TrustedProxies []string      `mapstructure:"trusted_proxies"`
+	} `mapstructure:"api"`
+	Webhook struct {
+		AllowPrivate bool `mapstructure:"allow_private"`
+	} `mapstructure:"webhook"`
+	Update struct {
+		Check      bool   `mapstructure:"check"`
+		Channel    string `mapstructure:"channel"`
+		Repository string `mapstructure:"repository"`
+		APIURL     string `mapstructure:"api_url"`
+	} `mapstructure:"update"`
+	Archive struct {
+		SMTPListen string `mapstructure:"smtp_listen"`
+	} `mapstructure:"archive"`
+	Tools struct {
+		Restic string `mapstructure:"restic"`
+	} `mapstructure:"tools"`
+	Endpoints struct {
+		SilentAfter struct {
+			Server time.Duration `mapstructure:"server"`
+			Client time.Duration `mapstructure:"client"`
+		} `mapstructure:"silent_after"`
+	} `mapstructure:"endpoints"`
+}
+
+// TLSConfig selects how the listener serves TLS.
+type TLSConfig struct {
+	Mode     string   `mapstructure:"mode"` // off, files, auto
+	CertFile string   `mapstructure:"cert_file"`
+	KeyFile  string   `mapstructure:"key_file"`
+	Hosts    []string `mapstructure:"hosts"` // auto: names to request certificates for
+	Email    string   `mapstructure:"email"` // auto: ACME account contact
+}
+
+// Editions.
+const (
+	EditionStandard = "standard"
+	EditionProvider = "provider"
+)
+
+// DefaultConfig returns the embedded defaults: what `backstop serve` runs on
+// with no file and no environment.
+func DefaultConfig() Config {
+	var c Config
+	c.Listen = ":8080"
+	c.DataDir = "./backstop-data"
+	c.Edition = EditionStandard
+	c.TLS.Mode = "off"
+	c.Log.Level = "info"
+	c.Log.Format = "text"
+	c.API.RateLimit = 600
+	c.API.RateWindow = 10 * time.Minute
+	c.Update.Check = false
+	c.Update.Channel = "stable"
+	c.Update.Repository = "backstop-dev/backstop"
+	c.Update.APIURL = "https://api.github.com"
+	c.Tools.Restic = "restic"
+	c.Endpoints.SilentAfter.Server = 15 * time.Minute
+	c.Endpoints.SilentAfter.Client = 72 * time.Hour
+	return c
+}
+
+// Validate checks every key and returns an error naming the first key at
+// fault and why.
+func (c *Config) Validate() error {
+	bad := func(key, format string, args ...any) error {
+		return fmt.Errorf("config: %s: %s", key, fmt.Sprintf(format, args...))
+	}
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		return bad("listen", "must be host:port (for example :8080), got %q", c.Listen)
+	}
+	if c.PublicURL != "" {
+		u, err := url.Parse(c.PublicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return bad("public_url", "must be an absolute http or https URL, got %q", c.PublicURL)
+		}
+	}
+	if strings.TrimSpace(c.DataDir) == "" {
+		return bad("data_dir", "must not be empty")
+	}
+	if c.Edition != EditionStandard && c.Edition != EditionProvider {
+		return bad("edition", "must be standard or provider, got %q", c.Edition)
+	}
+	switch c.TLS.Mode {
+	case "off":
+	case "files":
+		if c.TLS.CertFile == "" || c.TLS.KeyFile == "" {
+			return bad("tls.cert_file", "tls.mode files needs tls.cert_file and tls.key_file")
+		}
+	case "auto":
+		if len(c.TLS.Hosts) == 0 {
+			return bad("tls.hosts", "tls.mode auto needs at least one host name")
+		}
+	default:
+		return bad("tls.mode", "must be off, files or auto, got %q", c.TLS.Mode)
+	}
+	if !slices.Contains([]string{"debug", "info", "warn", "error"}, c.Log.Level) {
+		return bad("log.level", "must be debug, info, warn or error, got %q", c.Log.Level)
+	}
+	if c.Log.Format != "text" && c.Log.Format != "json" {
+		return bad("log.format", "must be text or json, got %q", c.Log.Format)
+	}
+	if c.API.RateLimit < 1 {
+		return bad("api.rate_limit", "must be at least 1, got %d", c.API.RateLimit)
+	}
+	if c.API.RateWindow < time.Second {
+		return bad("api.rate_window", "must be at least 1s, got %s", c.API.RateWindow)
+	}
+	for _, p := range c.API.TrustedProxies {
+		if _, err := ParsePrefix(p); err != nil {
+			return bad("api.trusted_proxies", "%q is not an IP address or CIDR prefix", p)
+		}
+	}
+	if c.Update.Channel != "stable" && c.Update.Channel != "beta" {
+		return bad("update.channel", "must be stable or beta, got %q", c.Update.Channel)
+	}
+	if parts := strings.Split(c.Update.Repository, "/"); len(parts) != 2 || parts[0] == "" || parts[1] == "" {
+		return bad("update.repository", "must be owner/name, got %q", c.Update.Repository)
+	}
+	if u, err := url.Parse(c.Update.APIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return bad("update.api_url", "must be an absolute http or https URL, got %q", c.Update.APIURL)
+	}
+	if c.Archive.SMTPListen != "" {
+		if _, _, err := net.SplitHostPort(c.Archive.SMTPListen); err != nil {
+			return bad("archive.smtp_listen", "must be host:port or empty, got %q", c.Archive.SMTPListen)
+		}
+	}
+	if c.Tools.Restic == "" {
+		return bad("tools.restic", "must name the restic binary")
+	}
+	if c.Endpoints.SilentAfter.Server <= 0 {
+		return bad("endpoints.silent_after.server", "must be a positive duration")
+	}
+	if c.Endpoints.SilentAfter.Client <= 0 {
+		return bad("endpoints.silent_after.client", "must be a positive duration")
+	}
+	return nil
+}
+
+// EndpointRules returns the thresholds configured for endpoint state.
+func (c *Config) EndpointRules() EndpointRules {
+	return EndpointRules{SilentAfterServer: c.Endpoints.SilentAfter.Server, SilentAfterClient: c.Endpoints.SilentAfter.Client}
+}

@@ -1,0 +1,117 @@
+package restapi
+
+import (
+	"sync"
+	"time"
+)
+
+// rateLimiter is a strict rolling window per key: a request is allowed when
+// fewer than limit requests were allowed in the preceding window. Unlike a
+// token bucket it never starts full: 600 per 10 minutes means at most 600 in
+// any 10-minute span. Each key keeps a ring of its last `limit` allowed
+// request times (8 bytes each). State is in memory; a restart forgets it.
+type rateLimiter struct {
+	limit  int
+	window time.Duration
+	mu     sync.Mutex
+	keys   map[string]*ring
+	calls  int
+}
+
+type ring struct {
+	times []int64 // Unix nanoseconds of allowed requests, oldest at head
+	head  int
+	n     int
+}
+
+// sweepEvery bounds the map: every so many calls, keys whose whole window
+// has passed are dropped (a flood of distinct IPs cannot grow it forever).
+const sweepEvery = 4096
+
+func newRateLimiter(limit int, window time.Duration) *rateLimiter {
+	return &rateLimiter{limit: limit, window: window, keys: map[string]*ring{}}
+}
+
+// expire drops the times that left the window; the caller holds l.mu.
+func (l *rateLimiter) expire(r *ring, now int64) {
+	for r.n > 0 && now-r.times[r.head] >= int64(l.window) {
+		r.head = (r.head + 1) % l.limit
+		r.n--
+	}
+}
+
+// resetSeconds is the time until the oldest time leaves the window, at least 1.
+func (l *rateLimiter) resetSeconds(r *ring, now int64) int {
+	if r.n == 0 {
+		return int(l.window / time.Second)
+	}
+	wait := time.Duration(r.times[r.head] + int64(l.window) - now)
+	return max(1, int((wait+time.Second-1)/time.Second))
+}
+
+// allow records a request by key at now. It returns whether it is allowed,
+// how many remain in the window after it, and the seconds until the next
+// slot frees (for Retry-After and the RateLimit header's t).
+func (l *rateLimiter) allow(key string, now time.Time) (ok bool, remaining, reset int) {
+	t := now.UnixNano()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.calls++; l.calls%sweepEvery == 0 {
+		for k, r := range l.keys {
+			if l.expire(r, t); r.n == 0 {
+				delete(l.keys, k)
+			}
+		}
+	}
+	r := l.keys[key]
+	if r == nil {
+		r = &ring{times: make([]int64, l.limit)}
+		l.keys[key] = r
+	}
+	l.expire(r, t)
+	if r.n < l.limit {
+		r.times[(r.head+r.n)%l.limit] = t
+		r.n++
+		ok = true
+	}
+	return ok, l.limit - r.n, l.resetSeconds(r, t)
+}
+
+// full reports, without recording anything, whether key has used its window
+// and the seconds until a slot frees.
+func (l *rateLimiter) full(key string, now time.Time) (bool, int) {
+	t := now.UnixNano()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r := l.keys[key]
+	if r == nil {
+		return false, 0
+	}
+	l.expire(r, t)
+	return r.n >= l.limit, l.resetSeconds(r, t)
+}
+
+// loginLimiter limits failed sign-ins per IP and per account: after too many
+// failures within 15 minutes, attempts are refused until the oldest failure
+// leaves the window.
+type loginLimiter struct {
+	byIP, byAccount *rateLimiter
+}
+
+func newLoginLimiter() *loginLimiter {
+	return &loginLimiter{byIP: newRateLimiter(20, 15*time.Minute), byAccount: newRateLimiter(5, 15*time.Minute)}
+}
+
+// blocked reports whether attempts are refused now, and for how many seconds.
+func (l *loginLimiter) blocked(ip, account string, now time.Time) (bool, int) {
+	if full, wait := l.byIP.full(ip, now); full {
+		return true, wait
+	}
+	return l.byAccount.full(account, now)
+}
+
+// failed records a failed attempt.
+func (l *loginLimiter) failed(ip, account string, now time.Time) {
+	l.byIP.allow(ip, now)
+	l.byAccount.allow(account, now)
+}

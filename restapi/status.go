@@ -1,0 +1,161 @@
+package restapi
+
+import (
+	"context"
+	"time"
+
+	"backstop/app"
+)
+
+// Status and endpoint reads (scope status:read). They read only local state:
+// a status call never waits for the network.
+
+// StatusSummary is the answer of GET /api/v1/status.
+type StatusSummary struct {
+	TenantID         *string            `json:"tenantId" doc:"The tenant summarised; null for a provider key reading every tenant."`
+	GeneratedAt      app.Time           `json:"generatedAt"`
+	Jobs             app.JobCounts      `json:"jobs"`
+	ProtectedObjects ProtectedCounts    `json:"protectedObjects"`
+	Storage          StorageSummary     `json:"storage"`
+	Verify           *VerifySummary     `json:"verify" doc:"Summary of the latest verify report; null until a verify run finished."`
+	Endpoints        app.EndpointCounts `json:"endpoints"`
+	Version          app.VersionInfo    `json:"version"`
+	Archive          ArchiveSummary     `json:"archive"`
+}
+
+// ProtectedCounts counts protected objects (mailboxes, drives, IMAP accounts).
+type ProtectedCounts struct {
+	Total            int `json:"total"`
+	Mailboxes        int `json:"mailboxes"`
+	Drives           int `json:"drives"`
+	IMAP             int `json:"imap"`
+	NeedingAttention int `json:"needingAttention"`
+}
+
+// StorageSummary is the state of the storage targets.
+type StorageSummary struct {
+	Targets   int    `json:"targets"`
+	State     string `json:"state" enum:"ok,degraded,full,unreachable"`
+	UsedBytes int64  `json:"usedBytes"`
+	FreeBytes int64  `json:"freeBytes"`
+}
+
+// VerifySummary summarises the latest verify report.
+type VerifySummary struct {
+	JobID      string   `json:"jobId"`
+	State      string   `json:"state"`
+	FinishedAt app.Time `json:"finishedAt"`
+	Sampled    int      `json:"sampled"`
+	Matched    int      `json:"matched"`
+	Mismatched int      `json:"mismatched"`
+}
+
+// ArchiveSummary is the e-mail archive's size and chain state.
+type ArchiveSummary struct {
+	Messages   int64  `json:"messages"`
+	ChainState string `json:"chainState" enum:"empty,intact,broken,unverified"`
+}
+
+type statusOutput struct{ Body StatusSummary }
+
+func (s *Server) getStatus(ctx context.Context, _ *struct{}) (*statusOutput, error) {
+	p := principalFrom(ctx)
+	now := s.now()
+	out := &statusOutput{}
+	b := &out.Body
+	b.GeneratedAt = app.At(now)
+	if p.tenantID != "" {
+		b.TenantID = app.Ptr(p.tenantID)
+	}
+	eps, err := s.Endpoints.Endpoints(ctx, app.EndpointFilter{TenantID: p.tenantID})
+	if err != nil {
+		return nil, err
+	}
+	views := make([]app.EndpointView, len(eps))
+	for i, e := range eps {
+		views[i] = e.View(now, s.opts.Rules)
+	}
+	b.Endpoints = app.CountEndpoints(views)
+	if b.Jobs, err = s.Jobs.CountJobs(ctx, p.tenantID, now.Add(-24*time.Hour)); err != nil {
+		return nil, err
+	}
+	if b.Version, err = s.versionInfo(ctx); err != nil {
+		return nil, err
+	}
+	b.Storage = s.storageSummary()
+	b.Archive = ArchiveSummary{ChainState: "empty"}
+	return out, nil
+}
+
+// storageSummary reports the local storage target: the data directory.
+func (s *Server) storageSummary() StorageSummary {
+	sum := StorageSummary{Targets: 1, State: "ok"}
+	free, total, err := diskSpace(s.opts.DataDir)
+	switch {
+	case err != nil:
+		sum.State = "unreachable"
+	case free < minFreeBytes:
+		sum.State = "full"
+	}
+	sum.FreeBytes, sum.UsedBytes = free, total-free
+	return sum
+}
+
+func (s *Server) versionInfo(ctx context.Context) (app.VersionInfo, error) {
+	st, err := s.Settings.Settings(ctx)
+	if err != nil {
+		return app.VersionInfo{}, err
+	}
+	c, err := s.Versions.VersionCheck(ctx, st.UpdateChannel)
+	if err != nil && app.ErrorCode(err) != app.ENOTFOUND {
+		return app.VersionInfo{}, err
+	}
+	return app.BuildVersionInfo(s.opts.Version, st, c), nil
+}
+
+type versionOutput struct{ Body app.VersionInfo }
+
+func (s *Server) getVersion(ctx context.Context, _ *struct{}) (*versionOutput, error) {
+	v, err := s.versionInfo(ctx)
+	return &versionOutput{Body: v}, err
+}
+
+type listEndpointsInput struct {
+	Profile string `query:"profile" enum:"server,client" doc:"Only servers or only clients."`
+}
+
+type endpointsOutput struct {
+	Body struct {
+		Items []app.EndpointView `json:"items"`
+		Total int                `json:"total"`
+	}
+}
+
+func (s *Server) listEndpoints(ctx context.Context, in *listEndpointsInput) (*endpointsOutput, error) {
+	p := principalFrom(ctx)
+	eps, err := s.Endpoints.Endpoints(ctx, app.EndpointFilter{TenantID: p.tenantID, Profile: in.Profile})
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	out := &endpointsOutput{}
+	out.Body.Items = make([]app.EndpointView, len(eps))
+	for i, e := range eps {
+		out.Body.Items[i] = e.View(now, s.opts.Rules)
+	}
+	out.Body.Total = len(eps)
+	return out, nil
+}
+
+type endpointOutput struct{ Body app.EndpointView }
+
+func (s *Server) getEndpoint(ctx context.Context, in *idInput) (*endpointOutput, error) {
+	e, err := s.Endpoints.Endpoint(ctx, in.ID)
+	if err != nil {
+		return nil, err
+	}
+	if p := principalFrom(ctx); p.tenantID != "" && e.TenantID != p.tenantID {
+		return nil, app.NotFound("endpoint")
+	}
+	return &endpointOutput{Body: e.View(s.now(), s.opts.Rules)}, nil
+}

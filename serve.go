@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"backstop/app"
+	"backstop/restapi"
+	"backstop/store"
+
+	"github.com/robfig/cron/v3"
+	"golang.org/x/crypto/acme/autocert"
+)
+
+func version() string { return app.Version }
+
+// serve runs the appliance until ctx ends (SIGINT/SIGTERM), then shuts down
+// in order: stop accepting and finish requests, stop background work, close
+// the database.
+func serve(ctx context.Context, args []string, e env) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	file, dataDir := configFlags(fs)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	cfg, err := loadConfig(*file, *dataDir, e.getenv)
+	if err != nil {
+		return err
+	}
+	logger := newLogger(cfg, e)
+	started := time.Now()
+
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	db, err := store.Open(ctx, filepath.Join(cfg.DataDir, "backstop.db"))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := seedSettings(ctx, db, cfg); err != nil {
+		return err
+	}
+
+	setupToken, err := setupLink(ctx, db, cfg, e, logger)
+	if err != nil {
+		return err
+	}
+	var proxies []netip.Prefix
+	for _, p := range cfg.API.TrustedProxies {
+		prefix, _ := app.ParsePrefix(p)
+		proxies = append(proxies, prefix)
+	}
+	api := restapi.New(restapi.Services{
+		Tenants: db, Keys: db, Users: db, Audit: db, Endpoints: db, Enrollment: db, Settings: db, Versions: db, Jobs: db,
+		Ping: db.Ping,
+	}, restapi.Options{
+		Edition: cfg.Edition, PublicURL: cfg.PublicURL, DataDir: cfg.DataDir,
+		RateLimit: cfg.API.RateLimit, RateWindow: cfg.API.RateWindow, TrustedProxies: proxies,
+		SecureCookies: cfg.TLS.Mode != "off" || strings.HasPrefix(cfg.PublicURL, "https://"),
+		Rules:         cfg.EndpointRules(), Logger: logger.With("component", "restapi"), SetupToken: setupToken,
+	})
+
+	srv := &http.Server{
+		Handler:           api,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       5 * time.Minute, // agent uploads of pack files can be large
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.With("component", "http").Handler(), slog.LevelWarn),
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", cfg.Listen, err)
+	}
+	ln, err = withTLS(ln, srv, cfg)
+	if err != nil {
+		return err
+	}
+
+	// Background work, started after the listener is open.
+	crons := cron.New(cron.WithLocation(time.UTC))
+	crons.AddFunc("30 3 * * *", func() {
+		if err := db.Maintain(context.Background()); err != nil {
+			logger.Error("nightly database maintenance failed", slog.Any("error", err))
+		}
+	})
+	crons.Start()
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	logger.Info("backstop serving", slog.String("addr", ln.Addr().String()), slog.String("version", app.Version),
+		slog.String("edition", cfg.Edition), slog.String("data_dir", cfg.DataDir),
+		slog.Duration("startup", time.Since(started)))
+	if e.listening != nil {
+		e.listening(ln.Addr().String())
+	}
+
+	select {
+	case err := <-errc:
+		<-crons.Stop().Done()
+		return fmt.Errorf("http server: %w", err)
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		logger.Warn("http shutdown incomplete", slog.Any("error", err))
+	}
+	<-crons.Stop().Done()
+	return nil
+}
+
+func newLogger(cfg app.Config, e env) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.Log.Level))
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.Log.Format == "json" {
+		return slog.New(slog.NewJSONHandler(e.stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(e.stderr, opts))
+}
+
+// seedSettings applies update.check/update.channel from the file: setting
+// update.check true in YAML is the operator turning the check on.
+func seedSettings(ctx context.Context, db *store.DB, cfg app.Config) error {
+	_, err := db.UpdateSettings(ctx, func(s *app.Settings) error {
+		if cfg.Update.Check && !s.UpdateCheck {
+			s.UpdateCheck, s.UpdateCheckEnabledAt = true, app.Ptr(db.Now())
+		}
+		if cfg.Update.Channel != "stable" {
+			s.UpdateChannel = cfg.Update.Channel
+		}
+		return nil
+	})
+	return err
+}
+
+// setupLink prints a one-time link for the first administrator while none
+// exists. The token lives only in memory: each start prints a new one.
+func setupLink(ctx context.Context, db *store.DB, cfg app.Config, e env, logger *slog.Logger) (string, error) {
+	n, err := db.CountUsers(ctx)
+	if err != nil || n > 0 {
+		return "", err
+	}
+	token := app.RandomToken(32)
+	base := strings.TrimRight(cfg.PublicURL, "/")
+	if base == "" {
+		host, port, _ := net.SplitHostPort(cfg.Listen)
+		if host == "" || host == "0.0.0.0" || host == "::" {
+			host = "localhost"
+		}
+		scheme := "http"
+		if cfg.TLS.Mode != "off" {
+			scheme = "https"
+		}
+		base = scheme + "://" + net.JoinHostPort(host, port)
+	}
+	fmt.Fprintf(e.stderr, "\nNo administrator exists yet. Open this one-time link to create the first one:\n\n    %s/setup#token=%s\n\n"+
+		"(or run: backstop admin create-user --email you@example.com)\n\n", base, token)
+	logger.Info("first-run setup link printed")
+	return token, nil
+}
+
+// withTLS wraps the listener according to tls.mode.
+func withTLS(ln net.Listener, srv *http.Server, cfg app.Config) (net.Listener, error) {
+	switch cfg.TLS.Mode {
+	case "files":
+		cert, err := tls.LoadX509KeyPair(cfg.TLS.CertFile, cfg.TLS.KeyFile)
+		if err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("tls: %w", err)
+		}
+		srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+	case "auto":
+		m := &autocert.Manager{
+			Prompt:     autocert.AcceptTOS,
+			HostPolicy: autocert.HostWhitelist(cfg.TLS.Hosts...),
+			Cache:      autocert.DirCache(filepath.Join(cfg.DataDir, "autocert")),
+			Email:      cfg.TLS.Email,
+		}
+		srv.TLSConfig = m.TLSConfig() // answers TLS-ALPN-01 challenges on this port
+		srv.TLSConfig.MinVersion = tls.VersionTLS12
+	default:
+		return ln, nil
+	}
+	return tls.NewListener(ln, srv.TLSConfig), nil
+}
+
+var errNoAgent = errors.New("the agent is not built yet")
+
+func agentCommand(ctx context.Context, args []string, e env) error { return errNoAgent }

@@ -1,0 +1,61 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"backstop/app"
+)
+
+var _ app.TenantService = (*DB)(nil)
+
+// CreateTenant stores t, assigning an id and creation time when unset.
+func (db *DB) CreateTenant(ctx context.Context, t *app.Tenant) error {
+	if err := app.ValidateTenantName(t.Name); err != nil {
+		return err
+	}
+	if t.ID == "" {
+		t.ID = app.NewID(app.PrefixTenant)
+	}
+	if t.CreatedAt.IsZero() {
+		t.CreatedAt = app.At(db.Now())
+	}
+	_, err := db.write.ExecContext(ctx, "INSERT INTO tenants (id, name, created_at) VALUES (?, ?, ?)",
+		t.ID, t.Name, t.CreatedAt.UnixMilli())
+	return convertError(err)
+}
+
+// Tenant returns the tenant with the id, or a not-found error.
+func (db *DB) Tenant(ctx context.Context, id string) (*app.Tenant, error) {
+	var t app.Tenant
+	var at int64
+	err := db.read.QueryRowContext(ctx, "SELECT id, name, created_at FROM tenants WHERE id = ?", id).Scan(&t.ID, &t.Name, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, app.NotFound("tenant")
+	} else if err != nil {
+		return nil, err
+	}
+	t.CreatedAt = app.At(msTime(at))
+	return &t, nil
+}
+
+// Tenants lists every tenant in creation order.
+func (db *DB) Tenants(ctx context.Context) ([]*app.Tenant, error) {
+	rows, err := db.read.QueryContext(ctx, "SELECT id, name, created_at FROM tenants ORDER BY id")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*app.Tenant
+	for rows.Next() {
+		var t app.Tenant
+		var at int64
+		if err := rows.Scan(&t.ID, &t.Name, &at); err != nil {
+			return nil, err
+		}
+		t.CreatedAt = app.At(msTime(at))
+		out = append(out, &t)
+	}
+	return out, rows.Err()
+}
