@@ -1,0 +1,54 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+
+	"backstop/app"
+)
+
+var _ app.EventService = (*DB)(nil)
+
+// insertEvent adds e to the outbox inside tx, assigning id and time when
+// unset. Callers that change state and raise an event do both in one tx.
+func (db *DB) insertEvent(ctx context.Context, tx *sql.Tx, e *app.Event) error {
+	if e.ID == "" {
+		e.ID = app.NewID(app.PrefixEvent)
+	}
+	if e.CreatedAt.IsZero() {
+		e.CreatedAt = app.At(db.Now())
+	}
+	body, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, "INSERT INTO events (id, type, tenant_id, created_at, body) VALUES (?,?,?,?,?)",
+		e.ID, e.Type, e.TenantID, e.CreatedAt.UnixMilli(), string(body))
+	return convertError(err)
+}
+
+// PublishEvent stores an event on its own.
+func (db *DB) PublishEvent(ctx context.Context, e *app.Event) error {
+	return db.WriteTx(ctx, func(tx *sql.Tx) error { return db.insertEvent(ctx, tx, e) })
+}
+
+// UndispatchedEvents returns events not yet fanned out, oldest first.
+func (db *DB) UndispatchedEvents(ctx context.Context, limit int) ([]*app.StoredEvent, error) {
+	rows, err := db.read.QueryContext(ctx, "SELECT id, type, tenant_id, body FROM events WHERE dispatched_at IS NULL ORDER BY id LIMIT ?", limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*app.StoredEvent
+	for rows.Next() {
+		var e app.StoredEvent
+		var body string
+		if err := rows.Scan(&e.ID, &e.Type, &e.TenantID, &body); err != nil {
+			return nil, err
+		}
+		e.Body = []byte(body)
+		out = append(out, &e)
+	}
+	return out, rows.Err()
+}
