@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -29,6 +30,7 @@ func admin(ctx context.Context, args []string, e env) error {
 		"revoke-key":              adminRevokeKey,
 		"create-enrollment-token": adminCreateEnrollmentToken,
 		"audit":                   adminAudit,
+		"seed-bench":              adminSeedBench, // hidden: fills a data dir for docs/benchmarks.md
 	}
 	fn, ok := cmds[args[0]]
 	if !ok {
@@ -203,6 +205,12 @@ func adminRevokeKey(ctx context.Context, fs *flag.FlagSet, args []string, e env)
 	var id string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		id, args = args[0], args[1:]
+	} else if len(args) > 0 {
+		// Also after the flags: revoke-key --data-dir DIR KEYID.
+		fs.SetOutput(io.Discard)
+		if err := fs.Parse(args); err == nil && fs.NArg() == 1 {
+			id, args = fs.Arg(0), args[:len(args)-1]
+		}
 	}
 	if err := parseFlags(fs, args); err != nil {
 		return err

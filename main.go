@@ -17,6 +17,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"backstop/app/jobs"
 )
 
 // env is what a command may touch of the outside world, so that tests run
@@ -27,6 +29,9 @@ type env struct {
 	getenv         func(string) string
 	// listening, if set, is told the HTTP server's bound address.
 	listening func(addr string)
+	// jobKinds, if set, are registered with serve's job runner beside the
+	// built-in kinds (tests run real jobs through the real binary's code).
+	jobKinds []jobs.Kind
 }
 
 func main() {

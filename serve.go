@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -15,7 +14,13 @@ import (
 	"strings"
 	"time"
 
+	"backstop/agentapi"
+	"backstop/agentapi/resticrepo"
 	"backstop/app"
+	"backstop/app/jobs"
+	"backstop/app/update"
+	"backstop/app/webhooks"
+	"backstop/assets"
 	"backstop/restapi"
 	"backstop/store"
 
@@ -62,18 +67,68 @@ func serve(ctx context.Context, args []string, e env) error {
 		prefix, _ := app.ParsePrefix(p)
 		proxies = append(proxies, prefix)
 	}
+	// Webhooks: secrets sealed with a key in the data directory, one guarded
+	// HTTP client. Producers of events in this process wake the dispatcher
+	// with deliveries.Notify after committing an event.
+	secretBox, err := webhooks.OpenSecretBox(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	guard := webhooks.NewGuard(cfg.Webhook.AllowPrivate)
+	deliveries := &webhooks.Dispatcher{Store: db, Events: db, Box: secretBox, Client: guard.Client(),
+		Logger: logger.With("component", "webhooks")}
+	// Jobs: kinds register with the runner; the API submits and streams
+	// through it. It starts (recovering interrupted jobs) after the listener.
+	runner := jobs.New(jobs.Config{Store: db, Schedules: db, Logger: logger.With("component", "jobs"), Notify: deliveries.Notify})
+	for _, k := range e.jobKinds {
+		runner.Register(k)
+	}
+	for _, k := range agentapi.JobKinds(db, db) {
+		runner.Register(k)
+	}
+	// Agents report runs over /agent/v1 and end them in their own store
+	// transaction: tell the live streams, and wake the webhook dispatcher
+	// for the events a finished run committed.
+	agentJobChanged := func(j *app.Job) {
+		runner.Broker().Publish(j)
+		if app.JobTerminal(j.State) {
+			deliveries.Notify()
+		}
+	}
+	if err := mountVerify(ctx, runner, db, cfg, logger); err != nil {
+		return err
+	}
+	ui, err := assets.New()
+	if err != nil {
+		return err
+	}
 	api := restapi.New(restapi.Services{
 		Tenants: db, Keys: db, Users: db, Audit: db, Endpoints: db, Enrollment: db, Settings: db, Versions: db, Jobs: db,
-		Ping: db.Ping,
+		Webhooks: &webhooks.Service{Store: db, Guard: guard, Box: secretBox, Notify: deliveries.Notify},
+		Ping:     db.Ping,
+		JobStore: db, JobRunner: runner, JobFeed: runner.Broker(), VerifyReports: db,
 	}, restapi.Options{
 		Edition: cfg.Edition, PublicURL: cfg.PublicURL, DataDir: cfg.DataDir,
 		RateLimit: cfg.API.RateLimit, RateWindow: cfg.API.RateWindow, TrustedProxies: proxies,
 		SecureCookies: cfg.TLS.Mode != "off" || strings.HasPrefix(cfg.PublicURL, "https://"),
 		Rules:         cfg.EndpointRules(), Logger: logger.With("component", "restapi"), SetupToken: setupToken,
+		UI: ui,
 	})
 
+	front := http.NewServeMux()
+	mountAgent(front, db, cfg, logger, agentJobChanged)
+	front.Handle("/", api)
+	// The endpoints' restic repositories sit in front of the mux, which
+	// would redirect unclean paths instead of refusing them.
+	repos, err := resticrepo.New(resticrepo.Options{
+		Dir: filepath.Join(cfg.DataDir, "agent", "restic"), Auth: resticrepo.EndpointAuthenticator{Endpoints: db},
+		QuotaBytes: cfg.Endpoints.RepositoryQuotaBytes, Logger: logger.With("component", "resticrepo"),
+	})
+	if err != nil {
+		return err
+	}
 	srv := &http.Server{
-		Handler:           api,
+		Handler:           repos.Route(front),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       5 * time.Minute, // agent uploads of pack files can be large
 		IdleTimeout:       2 * time.Minute,
@@ -96,10 +151,37 @@ func serve(ctx context.Context, args []string, e env) error {
 			logger.Error("nightly database maintenance failed", slog.Any("error", err))
 		}
 	})
+	crons.AddFunc("45 3 * * *", func() {
+		if n, err := deliveries.Purge(context.Background()); err != nil {
+			logger.Error("purging old webhook deliveries failed", slog.Any("error", err))
+		} else if n > 0 {
+			logger.Info("purged old webhook deliveries", slog.Int("deliveries", n))
+		}
+	})
 	crons.Start()
+	if err := runner.Open(ctx); err != nil {
+		ln.Close()
+		<-crons.Stop().Done()
+		return err
+	}
+	defer runner.Close() // after the HTTP shutdown, before db.Close
+	// Added once the runner is open: a reload before Open would start its cron twice.
+	crons.AddFunc("*/10 * * * *", func() { syncVerifySchedules(runner, db, logger) })
+	srv.RegisterOnShutdown(api.CloseStreams)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	// The update checker makes no request while settings.updateCheck is off.
+	checker := update.New(db, db, update.Options{APIURL: cfg.Update.APIURL, Repository: cfg.Update.Repository,
+		Logger: logger})
+	if err := checker.Open(); err != nil {
+		srv.Close()
+		<-crons.Stop().Done()
+		return err
+	}
+	defer checker.Close() // deferred after db.Close, so it runs first
+	deliveries.Open()
+	defer deliveries.Close() // before db.Close: in-flight attempts stay pending
 	logger.Info("backstop serving", slog.String("addr", ln.Addr().String()), slog.String("version", app.Version),
 		slog.String("edition", cfg.Edition), slog.String("data_dir", cfg.DataDir),
 		slog.Duration("startup", time.Since(started)))
@@ -198,7 +280,3 @@ func withTLS(ln net.Listener, srv *http.Server, cfg app.Config) (net.Listener, e
 	}
 	return tls.NewListener(ln, srv.TLSConfig), nil
 }
-
-var errNoAgent = errors.New("the agent is not built yet")
-
-func agentCommand(ctx context.Context, args []string, e env) error { return errNoAgent }

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -107,14 +108,37 @@ var idEncoding = base32.NewEncoding("0123456789abcdefghjkmnpqrstvwxyz").WithPadd
 
 // NewID returns prefix + 26 characters: 48 bits of millisecond time followed
 // by 80 random bits, in lowercase Crockford base32, so ids sort by creation.
+// Within one process ids are strictly increasing: an id made in the same
+// millisecond as the previous one increments its random part (as monotonic
+// ULIDs do), so events raised together keep their order.
 func NewID(prefix string) string {
-	var b [16]byte
-	binary.BigEndian.PutUint64(b[:8], uint64(time.Now().UnixMilli())<<16)
-	if _, err := rand.Read(b[6:]); err != nil {
-		panic(err) // crypto/rand never fails on supported platforms
+	idMu.Lock()
+	defer idMu.Unlock()
+	now := uint64(time.Now().UnixMilli())
+	if now > idLastMs {
+		idLastMs = now
+		if _, err := rand.Read(idLastRand[:]); err != nil {
+			panic(err) // crypto/rand never fails on supported platforms
+		}
+		idLastRand[0] &= 0x7f // headroom so increments never carry into the time
+	} else {
+		for i := len(idLastRand) - 1; i >= 0; i-- {
+			if idLastRand[i]++; idLastRand[i] != 0 {
+				break
+			}
+		}
 	}
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], idLastMs<<16)
+	copy(b[6:], idLastRand[:])
 	return prefix + idEncoding.EncodeToString(b[:])
 }
+
+var (
+	idMu       sync.Mutex
+	idLastMs   uint64
+	idLastRand [10]byte
+)
 
 // HasPrefix reports whether id is of the kind named by prefix.
 func HasPrefix(id, prefix string) bool {

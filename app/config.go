@@ -48,6 +48,9 @@ type Config struct {
 			Server time.Duration `mapstructure:"server"`
 			Client time.Duration `mapstructure:"client"`
 		} `mapstructure:"silent_after"`
+		// RepositoryQuotaBytes bounds each endpoint's restic repository;
+		// an upload that would exceed it is refused with 507. 0: no quota.
+		RepositoryQuotaBytes int64 `mapstructure:"repository_quota_bytes"`
 	} `mapstructure:"endpoints"`
 }
 
@@ -161,6 +164,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Endpoints.SilentAfter.Client <= 0 {
 		return bad("endpoints.silent_after.client", "must be a positive duration")
+	}
+	if c.Endpoints.RepositoryQuotaBytes < 0 {
+		return bad("endpoints.repository_quota_bytes", "must be 0 (no quota) or a number of bytes, got %d", c.Endpoints.RepositoryQuotaBytes)
 	}
 	return nil
 }

@@ -216,12 +216,7 @@ func ScheduleInterval(schedule string, now time.Time) time.Duration {
 	if schedule == "" {
 		return 0
 	}
-	s, err := cron.ParseStandard(schedule)
-	if err != nil {
-		return 0
-	}
-	next := s.Next(now)
-	return s.Next(next).Sub(next)
+	return cachedScheduleInterval(schedule, now)
 }
 
 // ValidateSchedule checks a cron expression (five fields or a descriptor

@@ -103,10 +103,16 @@ func CheckPassword(encoded, pw string) bool {
 	if _, err := fmt.Sscanf(parts[3], "m=%d,t=%d,p=%d", &mem, &t, &threads); err != nil {
 		return false
 	}
+	// A damaged or hostile stored hash must fail closed: argon2 panics on a
+	// zero time or parallelism, and m or t from the string could ask for
+	// terabytes of memory or hours of work.
+	if t < 1 || t > 16 || threads < 1 || mem < 8*int(threads) || mem > 1<<20 {
+		return false
+	}
 	enc := base64.RawStdEncoding
 	salt, err1 := enc.DecodeString(parts[4])
 	want, err2 := enc.DecodeString(parts[5])
-	if err1 != nil || err2 != nil || len(want) == 0 {
+	if err1 != nil || err2 != nil || len(want) < 16 || len(want) > 64 {
 		return false
 	}
 	got := argon2.IDKey([]byte(pw), salt, uint32(t), uint32(mem), threads, uint32(len(want)))

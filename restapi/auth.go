@@ -222,8 +222,13 @@ func op[I, O any](s *Server, method, id, path string, acc access, scope app.Scop
 	if strings.Contains(path, "{") {
 		o.Errors = append(o.Errors, http.StatusNotFound)
 	}
-	if method == http.MethodPost && !strings.Contains(id, ".create") {
+	// huma answers 200 unless told otherwise: a POST that creates a resource
+	// answers 201; signing in creates nothing the caller can address.
+	if method == http.MethodPost {
 		o.DefaultStatus = http.StatusOK
+		if strings.HasSuffix(id, ".create") && id != "session.create" {
+			o.DefaultStatus = http.StatusCreated
+		}
 	}
 	huma.Register(s.api, o, func(ctx context.Context, in *I) (*O, error) {
 		out, err := h(ctx, in)

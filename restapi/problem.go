@@ -63,6 +63,7 @@ var statusByCode = map[string]int{
 	app.ENOTIMPLEMENTED:        http.StatusNotImplemented,
 	"unavailable":              http.StatusServiceUnavailable,
 	"request_header_too_large": http.StatusRequestHeaderFieldsTooLarge,
+	"request_timeout":          http.StatusRequestTimeout,
 }
 
 // codeByStatus names the code for errors raised by huma itself.
@@ -79,6 +80,7 @@ var codeByStatus = map[int]string{
 	http.StatusTooManyRequests:       app.ERATELIMITED,
 	http.StatusNotImplemented:        app.ENOTIMPLEMENTED,
 	http.StatusServiceUnavailable:    "unavailable",
+	http.StatusRequestTimeout:        "request_timeout",
 }
 
 // newProblem builds a problem for code with a detail message.
@@ -95,6 +97,11 @@ func newProblem(code, detail string) *Problem {
 // humaError replaces huma.NewError so that huma's own errors (validation,
 // malformed JSON, body too large) are problem+json with our codes.
 func humaError(status int, msg string, errs ...error) huma.StatusError {
+	if status == http.StatusInternalServerError && msg == "cannot read request body" {
+		// A body cut short or with broken chunked framing is the client's
+		// doing; the read error says nothing the client needs.
+		return newProblem("bad_request", "The request body could not be read completely.")
+	}
 	code, ok := codeByStatus[status]
 	if !ok {
 		code = app.EINTERNAL
@@ -103,6 +110,9 @@ func humaError(status int, msg string, errs ...error) huma.StatusError {
 	}
 	p := newProblem(code, msg)
 	p.Status, p.Title = status, http.StatusText(status)
+	if status == http.StatusInternalServerError {
+		return p // the wrapped errors are internals; CONTRACT §2 allows none in the answer
+	}
 	for _, err := range errs {
 		if err == nil {
 			continue
@@ -110,7 +120,14 @@ func humaError(status int, msg string, errs ...error) huma.StatusError {
 		var d huma.ErrorDetailer
 		if errors.As(err, &d) {
 			ed := d.ErrorDetail()
-			p.Errors = append(p.Errors, ProblemError{Location: ed.Location, Message: ed.Message, Value: ed.Value})
+			loc, value := ed.Location, ed.Value
+			// huma reports a missing required property at its parent
+			// ("body"); CONTRACT §10 wants the field itself named, and the
+			// parent's value echoed back says nothing about it.
+			if name, ok := missingProperty(ed.Message); ok {
+				loc, value = loc+"."+name, nil
+			}
+			p.Errors = append(p.Errors, ProblemError{Location: loc, Message: ed.Message, Value: value})
 		} else {
 			p.Errors = append(p.Errors, ProblemError{Message: err.Error()})
 		}
@@ -142,4 +159,15 @@ func fieldProblem(e *app.Error) *Problem {
 		p.Errors = []ProblemError{{Location: loc, Message: e.Message}}
 	}
 	return p
+}
+
+// missingProperty extracts the property name from huma's "expected required
+// property NAME to be present" validation message.
+func missingProperty(msg string) (string, bool) {
+	name, ok := strings.CutPrefix(msg, "expected required property ")
+	if !ok {
+		return "", false
+	}
+	name, ok = strings.CutSuffix(name, " to be present")
+	return name, ok && name != ""
 }

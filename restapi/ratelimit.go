@@ -8,8 +8,10 @@ import (
 // rateLimiter is a strict rolling window per key: a request is allowed when
 // fewer than limit requests were allowed in the preceding window. Unlike a
 // token bucket it never starts full: 600 per 10 minutes means at most 600 in
-// any 10-minute span. Each key keeps a ring of its last `limit` allowed
-// request times (8 bytes each). State is in memory; a restart forgets it.
+// any 10-minute span. Each key keeps a ring of its allowed request times in
+// the window (8 bytes each), grown on demand up to `limit` entries, so a
+// raised limit costs memory only for the requests really made. State is in
+// memory; a restart forgets it.
 type rateLimiter struct {
 	limit  int
 	window time.Duration
@@ -19,9 +21,18 @@ type rateLimiter struct {
 }
 
 type ring struct {
-	times []int64 // Unix nanoseconds of allowed requests, oldest at head
+	times []int64 // Unix nanoseconds of allowed requests, oldest at head; len <= limit
 	head  int
 	n     int
+}
+
+// grow makes room for one more time, keeping the order (oldest first).
+func (l *rateLimiter) grow(r *ring) {
+	times := make([]int64, min(l.limit, max(16, 2*len(r.times))))
+	for i := 0; i < r.n; i++ {
+		times[i] = r.times[(r.head+i)%len(r.times)]
+	}
+	r.times, r.head = times, 0
 }
 
 // sweepEvery bounds the map: every so many calls, keys whose whole window
@@ -35,7 +46,7 @@ func newRateLimiter(limit int, window time.Duration) *rateLimiter {
 // expire drops the times that left the window; the caller holds l.mu.
 func (l *rateLimiter) expire(r *ring, now int64) {
 	for r.n > 0 && now-r.times[r.head] >= int64(l.window) {
-		r.head = (r.head + 1) % l.limit
+		r.head = (r.head + 1) % len(r.times)
 		r.n--
 	}
 }
@@ -65,12 +76,15 @@ func (l *rateLimiter) allow(key string, now time.Time) (ok bool, remaining, rese
 	}
 	r := l.keys[key]
 	if r == nil {
-		r = &ring{times: make([]int64, l.limit)}
+		r = &ring{}
 		l.keys[key] = r
 	}
 	l.expire(r, t)
 	if r.n < l.limit {
-		r.times[(r.head+r.n)%l.limit] = t
+		if r.n == len(r.times) {
+			l.grow(r)
+		}
+		r.times[(r.head+r.n)%len(r.times)] = t
 		r.n++
 		ok = true
 	}

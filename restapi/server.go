@@ -25,6 +25,7 @@ import (
 	"net/http"
 	"net/netip"
 	"reflect"
+	"sync"
 	"time"
 
 	"backstop/app"
@@ -45,8 +46,19 @@ type Services struct {
 	Settings   app.SettingsService
 	Versions   app.VersionCheckService
 	Jobs       app.JobCounter
+	Webhooks   app.WebhookService
 	// Ping checks the database for /readyz.
 	Ping func(ctx context.Context) error
+
+	// JobStore, JobRunner and JobFeed serve /jobs, starting work and the
+	// job progress stream.
+	JobStore  app.JobService
+	JobRunner app.JobSubmitter
+	JobFeed   app.JobFeed
+
+	// VerifyReports serves GET /verify/latest and the status's verify
+	// summary; nil answers as if no verify ever ran.
+	VerifyReports app.VerifyReportService
 }
 
 // Options are the server's settings, fixed at start-up.
@@ -63,6 +75,9 @@ type Options struct {
 	Rules          app.EndpointRules
 	Logger         *slog.Logger
 	Now            app.Clock
+	// SSEKeepAlive is the interval of keep-alive comments on event
+	// streams (default 15 s).
+	SSEKeepAlive time.Duration
 	// UI serves everything outside /api/, /healthz and /readyz; nil answers 404.
 	UI http.Handler
 	// SetupToken, when set, lets the first administrator be created through
@@ -79,6 +94,10 @@ type Server struct {
 	limiter *rateLimiter
 	logins  *loginLimiter
 	handler http.Handler
+
+	streamsOnce      sync.Once
+	streamsCloseOnce sync.Once
+	streamsDone      chan struct{} // closed by CloseStreams
 }
 
 // New builds the server and registers every route.
@@ -150,6 +169,13 @@ func (s *Server) routes() {
 	get(s, "version.get", "/api/v1/version", app.ScopeStatusRead, "Running version and update hint", s.getVersion)
 	get(s, "endpoints.list", "/api/v1/endpoints", app.ScopeStatusRead, "Servers and clients backed up by the agent (not paged)", s.listEndpoints)
 	get(s, "endpoints.get", "/api/v1/endpoints/{id}", app.ScopeStatusRead, "One server or client", s.getEndpoint)
+	s.verifyRoutes() // GET /api/v1/verify/latest
+
+	// Webhooks (webhooks:manage): CRUD, rotate-secret, test, deliveries, replay.
+	s.webhookRoutes()
+
+	// Jobs (jobs:read), starting work (restore:write, verify:write), failure codes.
+	s.jobRoutes()
 
 	// Web session and first-run setup.
 	op(s, http.MethodPost, "session.create", "/api/v1/session", accessPublic, "", "Sign in (web interface)", s.createSession)
@@ -164,6 +190,9 @@ func (s *Server) routes() {
 	op(s, http.MethodGet, "apiKeys.list", "/api/v1/api-keys", accessSession, "", "List API keys", s.listKeys)
 	op(s, http.MethodPost, "apiKeys.create", "/api/v1/api-keys", accessSession, "", "Create an API key; the value is shown once", s.createKey)
 	op(s, http.MethodDelete, "apiKeys.revoke", "/api/v1/api-keys/{id}", accessSession, "", "Revoke an API key (irreversible; it stays listed)", s.revokeKey)
+	op(s, http.MethodPost, "endpoints.create", "/api/v1/endpoints", accessSession, "", "Pre-create an endpoint with its one-time enrollment token", s.createEndpoint)
+	op(s, http.MethodPatch, "endpoints.update", "/api/v1/endpoints/{id}", accessSession, "", "Rename an endpoint or change its schedule, paths or excludes", s.updateEndpoint)
+	op(s, http.MethodPost, "endpoints.revoke", "/api/v1/endpoints/{id}/revoke", accessSession, "", "Revoke an endpoint (irreversible; it stays listed, its data stays)", s.revokeEndpoint)
 	op(s, http.MethodPost, "enrollmentTokens.create", "/api/v1/enrollment-tokens", accessSession, "", "Create a one-time agent enrollment token", s.createEnrollmentToken)
 	op(s, http.MethodGet, "settings.get", "/api/v1/settings", accessSession, "", "Read settings", s.getSettings)
 	op(s, http.MethodPatch, "settings.update", "/api/v1/settings", accessSession, "", "Change settings", s.updateSettings)

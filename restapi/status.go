@@ -82,6 +82,9 @@ func (s *Server) getStatus(ctx context.Context, _ *struct{}) (*statusOutput, err
 	if b.Version, err = s.versionInfo(ctx); err != nil {
 		return nil, err
 	}
+	if b.Verify, err = s.verifySummary(ctx, p.tenantID); err != nil {
+		return nil, err
+	}
 	b.Storage = s.storageSummary()
 	b.Archive = ArchiveSummary{ChainState: "empty"}
 	return out, nil

@@ -3,7 +3,9 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"strings"
+	"sync"
 
 	"backstop/app"
 )
@@ -17,6 +19,12 @@ var _ app.AuditService = (*DB)(nil)
 type auditWriter struct {
 	db      *DB
 	pending chan *auditRequest
+
+	// mu guards closed: WriteAudit holds it shared while handing a row
+	// over, Close takes it exclusively, so after Close no row can enter
+	// pending behind the final drain and wait forever.
+	mu     sync.RWMutex
+	closed bool
 }
 
 type auditRequest struct {
@@ -90,11 +98,19 @@ func (db *DB) WriteAudit(ctx context.Context, e *app.AuditEntry) error {
 		e.At = app.At(db.Now())
 	}
 	r := &auditRequest{entry: e, done: make(chan error, 1)}
+	w := db.audit
+	w.mu.RLock()
+	if w.closed {
+		w.mu.RUnlock()
+		return errors.New("store: audit log: database is closed")
+	}
 	select {
-	case db.audit.pending <- r:
+	case w.pending <- r:
 	case <-ctx.Done():
+		w.mu.RUnlock()
 		return ctx.Err()
 	}
+	w.mu.RUnlock()
 	// Once handed over the row will be committed; wait for it even if the
 	// caller's context ends, so "answered" always means "audited".
 	return <-r.done

@@ -35,7 +35,7 @@ func (db *DB) CreateEndpoint(ctx context.Context, e *app.Endpoint) error {
 
 // Endpoint returns the endpoint with the id, or a not-found error.
 func (db *DB) Endpoint(ctx context.Context, id string) (*app.Endpoint, error) {
-	e, err := scanEndpoint(db.read.QueryRowContext(ctx, `SELECT `+endpointColumns+` FROM endpoints WHERE id = ?`, id))
+	e, err := scanEndpoint(db.queryRowCached(ctx, `SELECT `+endpointColumns+` FROM endpoints WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, app.NotFound("endpoint")
 	}
@@ -115,10 +115,11 @@ func scanEndpoint(s scanner) (*app.Endpoint, error) {
 	}
 	e.CreatedAt, e.RevokedAt = msTime(created), fromMs(revoked)
 	e.LastSeenAt, e.LastBackupAt, e.LastSuccessAt, e.VerifyCheckedAt = fromMs(seen), fromMs(backup), fromMs(success), fromMs(verified)
-	if err := json.Unmarshal([]byte(paths), &e.Paths); err != nil {
+	var err error
+	if e.Paths, err = decodeStringList(paths); err != nil {
 		return nil, err
 	}
-	if err := json.Unmarshal([]byte(excludes), &e.Excludes); err != nil {
+	if e.Excludes, err = decodeStringList(excludes); err != nil {
 		return nil, err
 	}
 	return &e, nil

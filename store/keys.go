@@ -32,7 +32,7 @@ func (db *DB) CreateKey(ctx context.Context, k *app.APIKey) error {
 
 // Key returns the key with the id, or a not-found error.
 func (db *DB) Key(ctx context.Context, id string) (*app.APIKey, error) {
-	k, err := scanKey(db.read.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE id = ?`, id))
+	k, err := scanKey(db.queryRowCached(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, app.NotFound("API key")
 	}

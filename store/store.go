@@ -49,6 +49,8 @@ type DB struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	stmts sync.Map // SQL text -> *sql.Stmt prepared on the read pool (stmtcache.go)
+
 	touchMu sync.Mutex
 	touched map[string]time.Time // key id -> last lastUsedAt written
 }
@@ -109,6 +111,11 @@ func Open(ctx context.Context, path string) (*DB, error) {
 // Close stops the audit writer (flushing what it holds) and closes both
 // handles. The WAL is checkpointed by SQLite when the last connection closes.
 func (db *DB) Close() error {
+	if db.audit != nil {
+		db.audit.mu.Lock()
+		db.audit.closed = true
+		db.audit.mu.Unlock()
+	}
 	if db.cancel != nil {
 		db.cancel()
 	}

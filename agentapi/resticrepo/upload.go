@@ -1,0 +1,237 @@
+package resticrepo
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"net/http"
+	"os"
+	"path"
+	"sync"
+)
+
+// copyBufferSize is the size of the pooled buffers uploads are copied
+// through: large enough that a pack file takes few system calls, small
+// enough that restic's handful of parallel uploads cost little memory.
+const copyBufferSize = 256 << 10
+
+var copyBuffers = sync.Pool{New: func() any { b := make([]byte, copyBufferSize); return &b }}
+
+// tempPrefix starts the name of every upload in progress. Listings skip
+// these names (they are not 64 hex digits), and they never collide with a
+// restic file name.
+const tempPrefix = ".tmp-"
+
+// Upload failures that are the client's fault, answered with their text.
+var (
+	errTooLarge   = errors.New("upload larger than the allowed file size")
+	errTruncated  = errors.New("upload truncated: the body ended before its Content-Length, or could not be read")
+	errHashDiffer = errors.New("upload content does not match its name (SHA-256)")
+)
+
+// readError marks a failure reading the request body, as opposed to
+// writing the temp file.
+type readError struct{ err error }
+
+func (e readError) Error() string { return "read upload: " + e.err.Error() }
+func (e readError) Unwrap() error { return e.err }
+
+// save stores an upload under its final name, once. The order of checks is
+// what makes refusals cheap and failures clean: existence (403) and size
+// (413, quota 507) before a byte is read; then the body goes to a temp file
+// with its SHA-256 computed on the way; only a complete, matching, fsynced
+// file is renamed into place, and the rename is refused if another upload
+// won the race for the name.
+func (h *Handler) save(w http.ResponseWriter, r *http.Request, t target, st *repoState) {
+	root, err := h.openRepo(t.endpoint)
+	if err != nil {
+		h.fsError(w, r, "save", err)
+		return
+	}
+	defer root.Close()
+	rel := t.relPath()
+	refuseExisting := func() {
+		st.count(opRefused, 0)
+		http.Error(w, fmt.Sprintf("append-only repository: %s already exists and cannot be overwritten", rel), http.StatusForbidden)
+	}
+	if _, err := root.Lstat(rel); err == nil {
+		refuseExisting()
+		return
+	} else if !errors.Is(err, os.ErrNotExist) {
+		h.fsError(w, r, "save", err)
+		return
+	}
+
+	limit, quota := h.opt.MaxFileBytes, h.opt.QuotaBytes
+	if r.ContentLength > limit {
+		st.count(opRefused, 0)
+		http.Error(w, errTooLarge.Error(), http.StatusRequestEntityTooLarge)
+		return
+	}
+	reserved, err := st.reserve(root, quota, max(r.ContentLength, 0))
+	if errors.Is(err, errQuota) {
+		st.count(opRefused, 0)
+		http.Error(w, errQuota.Error(), http.StatusInsufficientStorage)
+		return
+	} else if err != nil {
+		h.fsError(w, r, "quota", err)
+		return
+	}
+	var stored int64
+	defer func() { st.settle(reserved, stored) }()
+	// An upload without Content-Length is bounded by what the quota still
+	// allows as well; exceeding that bound is 507, not 413.
+	quotaBound := false
+	if r.ContentLength < 0 {
+		if rem := st.remaining(quota); rem >= 0 && rem < limit {
+			limit, quotaBound = rem, true
+		}
+	}
+
+	tmp, size, err := h.writeTemp(root, t, r.Body, limit)
+	if err != nil {
+		var re readError
+		switch {
+		case errors.Is(err, errTooLarge) && quotaBound:
+			st.count(opRefused, 0)
+			http.Error(w, errQuota.Error(), http.StatusInsufficientStorage)
+		case errors.Is(err, errTooLarge):
+			st.count(opRefused, 0)
+			http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
+		case errors.As(err, &re), errors.Is(err, errHashDiffer):
+			st.count(opRefused, 0)
+			http.Error(w, err.Error(), http.StatusBadRequest)
+		default:
+			h.fsError(w, r, "save", err)
+		}
+		return
+	}
+	if r.ContentLength >= 0 && size != r.ContentLength {
+		_ = root.Remove(tmp)
+		st.count(opRefused, 0)
+		http.Error(w, errTruncated.Error(), http.StatusBadRequest)
+		return
+	}
+
+	st.mu.Lock()
+	_, err = root.Lstat(rel)
+	if err == nil {
+		st.mu.Unlock()
+		_ = root.Remove(tmp)
+		refuseExisting()
+		return
+	}
+	err = root.Rename(tmp, rel)
+	st.mu.Unlock()
+	if err != nil {
+		_ = root.Remove(tmp)
+		h.fsError(w, r, "save", err)
+		return
+	}
+	// The rename is durable only once the directory entry is on disk.
+	if err := syncDir(root, path.Dir(rel)); err != nil {
+		h.fsError(w, r, "save", err)
+		return
+	}
+	stored = size
+	st.count(opWrite, size)
+	w.WriteHeader(http.StatusOK)
+}
+
+// writeTemp copies body (at most limit bytes) into a new temp file beside
+// the target, checks the SHA-256 of content-addressed files against their
+// name, and fsyncs it. It returns the temp file's path inside root and its
+// size. On any error the temp file is already removed.
+func (h *Handler) writeTemp(root *os.Root, t target, body io.Reader, limit int64) (_ string, size int64, err error) {
+	rel := t.relPath()
+	dir := path.Dir(rel)
+	var suffix [8]byte
+	_, _ = rand.Read(suffix[:])
+	tmp := path.Join(dir, tempPrefix+path.Base(rel)+"-"+hex.EncodeToString(suffix[:]))
+
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrNotExist) && dir != "." {
+		// A repository created by other means may lack a data/xx directory.
+		if err = root.MkdirAll(dir, 0o700); err == nil {
+			f, err = root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		}
+	}
+	if err != nil {
+		return "", 0, err
+	}
+	defer func() {
+		if err != nil {
+			_ = f.Close()
+			_ = root.Remove(tmp)
+		}
+	}()
+
+	var sum hash.Hash
+	if t.kind != "config" { // config is the one file not named by its hash
+		sum = sha256.New()
+	}
+	var dst io.Writer = f
+	if h.wrapTemp != nil {
+		dst = h.wrapTemp(f)
+	}
+	if size, err = copyUpload(dst, sum, body, limit); err != nil {
+		return "", size, err
+	}
+	if sum != nil && hex.EncodeToString(sum.Sum(nil)) != t.name {
+		return "", size, errHashDiffer
+	}
+	if err = f.Sync(); err != nil {
+		return "", size, err
+	}
+	if err = f.Close(); err != nil {
+		return "", size, err
+	}
+	return tmp, size, nil
+}
+
+// copyUpload copies src to dst and, when sum is not nil, into sum; more
+// than limit bytes is errTooLarge. Read failures come back as readError so
+// the caller can tell a bad client (400) from a bad disk (507/500).
+func copyUpload(dst io.Writer, sum hash.Hash, src io.Reader, limit int64) (int64, error) {
+	bp := copyBuffers.Get().(*[]byte)
+	defer copyBuffers.Put(bp)
+	buf := *bp
+	var written int64
+	for {
+		n, rerr := src.Read(buf)
+		if n > 0 {
+			if written+int64(n) > limit {
+				return written, errTooLarge
+			}
+			if sum != nil {
+				sum.Write(buf[:n])
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return written, werr
+			}
+			written += int64(n)
+		}
+		switch {
+		case rerr == io.EOF:
+			return written, nil
+		case errors.Is(rerr, io.ErrUnexpectedEOF):
+			return written, readError{errTruncated}
+		case rerr != nil:
+			return written, readError{rerr}
+		}
+	}
+}
+
+// syncDir fsyncs a directory inside root.
+func syncDir(root *os.Root, dir string) error {
+	d, err := root.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

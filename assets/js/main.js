@@ -1,0 +1,144 @@
+// Entry point: resolves the session, then renders the shell and the page
+// for the current path. Routes live in one table below; a page for a new
+// API is one import and one line here.
+import { html, render, useState, useEffect } from './lib.js';
+import { api, setCsrf, setTenantHeader, whenSessionEnds } from './api.js';
+import { Link, navigate } from './ui.js';
+import { SetupPage } from './pages/setup.js';
+import { SignInPage } from './pages/signin.js';
+import { DashboardPage } from './pages/dashboard.js';
+import { TenantsPage } from './pages/tenants.js';
+import { EndpointsPage, EndpointPage } from './pages/endpoints.js';
+import { JobsPage, JobPage } from './pages/jobs.js';
+import { KeysPage } from './pages/keys.js';
+import { WebhooksPage, WebhookPage } from './pages/webhooks.js';
+import { SettingsPage } from './pages/settings.js';
+import { AuditPage } from './pages/audit.js';
+import { ReferencePage } from './pages/reference.js';
+
+// [pattern, component, nav label or null, nav group, provider only]
+const routes = [
+  ['/ui/', DashboardPage, 'Dashboard', 'Overview'],
+  ['/ui/endpoints', EndpointsPage, 'Servers & clients', 'Overview'],
+  ['/ui/endpoints/:id', EndpointPage],
+  ['/ui/jobs', JobsPage, 'Jobs', 'Overview'],
+  ['/ui/jobs/:id', JobPage],
+  ['/ui/keys', KeysPage, 'API keys', 'Integrations'],
+  ['/ui/webhooks', WebhooksPage, 'Webhooks', 'Integrations'],
+  ['/ui/webhooks/:id', WebhookPage],
+  ['/ui/reference', ReferencePage, 'API reference', 'Integrations'],
+  ['/ui/tenants', TenantsPage, 'Tenants', 'Administration', true],
+  ['/ui/settings', SettingsPage, 'Settings', 'Administration'],
+  ['/ui/audit', AuditPage, 'Audit log', 'Administration'],
+];
+
+function match(path) {
+  for (const [pattern, page] of routes) {
+    const names = [];
+    const re = new RegExp('^' + pattern.replace(/:(\w+)/g, (_, n) => { names.push(n); return '([^/]+)'; }) + '/?$');
+    const m = re.exec(path);
+    if (m) return { page, params: Object.fromEntries(names.map((n, i) => [n, decodeURIComponent(m[i + 1])])) };
+  }
+  return null;
+}
+
+function usePath() {
+  const [path, setPath] = useState(location.pathname);
+  useEffect(() => {
+    const update = () => setPath(location.pathname);
+    window.addEventListener('popstate', update);
+    window.addEventListener('backstop:navigate', update);
+    return () => { window.removeEventListener('popstate', update); window.removeEventListener('backstop:navigate', update); };
+  }, []);
+  return path;
+}
+
+const TENANT_KEY = 'backstop.tenant';
+
+function App() {
+  const path = usePath();
+  const [session, setSession] = useState(undefined); // undefined: checking; null: signed out
+  const [notice, setNotice] = useState('');
+  const [tenants, setTenants] = useState([]);
+  const [tenant, setTenant] = useState(sessionStorage.getItem(TENANT_KEY) || '');
+
+  const signedIn = (s) => {
+    setCsrf(s.csrfToken);
+    setNotice('');
+    setSession(s);
+  };
+  useEffect(() => {
+    whenSessionEnds(() => {
+      setCsrf('');
+      setSession((cur) => {
+        if (cur) setNotice('Your session has ended. Sign in again to continue.');
+        return null;
+      });
+    });
+    api('GET', '/session', undefined, { quiet: true }).then(signedIn).catch(() => setSession(null));
+  }, []);
+
+  const provider = !!(session && session.user.provider);
+  useEffect(() => {
+    if (!session) return;
+    const own = provider ? tenant : '';
+    setTenantHeader(own);
+    if (provider) api('GET', '/tenants').then((r) => setTenants(r.items)).catch(() => {});
+  }, [session, provider]);
+
+  const chooseTenant = (id) => {
+    sessionStorage.setItem(TENANT_KEY, id);
+    setTenantHeader(id);
+    setTenant(id);
+  };
+
+  if (path === '/' || path === '/ui') { navigate('/ui/', true); return null; }
+  if (path === '/setup') return html`<${SetupPage} onDone=${(s) => { signedIn(s); navigate('/ui/', true); }} />`;
+  if (session === undefined) return html`<p class="boot" role="status">Loading Backstop…</p>`;
+  if (session === null) return html`<${SignInPage} notice=${notice} onDone=${signedIn} />`;
+
+  const m = match(path);
+  const signOut = async () => {
+    try { await api('DELETE', '/session'); } catch { /* signed out either way */ }
+    setCsrf(''); sessionStorage.removeItem(TENANT_KEY); setTenantHeader('');
+    setNotice('You have signed out.');
+    setSession(null);
+    navigate('/ui/', true);
+  };
+  const ctx = { session, provider, tenant, tenants, reloadTenants: () => api('GET', '/tenants').then((r) => setTenants(r.items)) };
+  const Page = m ? m.page : NotFound;
+  const groups = [];
+  for (const [pattern, , label, group, providerOnly] of routes) {
+    if (!label || (providerOnly && !provider)) continue;
+    let g = groups.find((x) => x.name === group);
+    if (!g) groups.push((g = { name: group, items: [] }));
+    g.items.push([pattern, label]);
+  }
+  const current = (pattern) => (pattern === '/ui/' ? path === '/ui/' || path === '/ui' : path.startsWith(pattern)) ? 'page' : undefined;
+  return html`<div class="shell">
+    <header class="topbar">
+      <${Link} class="brand" href="/ui/"><img src=${document.querySelector('link[rel=icon]').href} alt="" />Backstop<//>
+      <span class="spacer"></span>
+      ${provider && html`<label for="tenant-switch" class="hide-narrow">Tenant</label>
+        <select id="tenant-switch" aria-label="Tenant" value=${tenant} onChange=${(e) => chooseTenant(e.target.value)}>
+          <option value="">All tenants</option>
+          ${tenants.map((t) => html`<option key=${t.id} value=${t.id}>${t.name}</option>`)}
+        </select>`}
+      <span class="who" title=${session.user.email}>${session.user.email}</span>
+      <button type="button" onClick=${signOut}>Sign out</button>
+    </header>
+    <nav class="nav" aria-label="Main">
+      ${groups.map((g) => html`<div class="group">${g.name}</div>
+        ${g.items.map(([p, label]) => html`<${Link} href=${p} aria-current=${current(p)}>${label}<//>`)}`)}
+    </nav>
+    <main id="main" key=${tenant}><${Page} ctx=${ctx} params=${m ? m.params : {}} /></main>
+  </div>`;
+}
+
+function NotFound() {
+  return html`<div class="panel"><h1>Page not found</h1><p class="muted">There is no page at this address.</p><${Link} href="/ui/">Go to the dashboard<//></div>`;
+}
+
+const root = document.getElementById('app');
+root.textContent = ''; // drop the boot message: render() diffs against existing children
+render(html`<${App} />`, root);

@@ -1,0 +1,49 @@
+package restapi
+
+import (
+	"testing"
+	"time"
+)
+
+// The ring grows on demand: a raised limit must cost nothing until used,
+// and the window must stay exact while the ring grows and wraps.
+func TestRateLimiterGrowsAndStaysExact(t *testing.T) {
+	const limit = 100
+	l := newRateLimiter(limit, 10*time.Second)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	if _, remaining, _ := l.allow("k", now); remaining != limit-1 || len(l.keys["k"].times) > 16 {
+		t.Fatalf("first use: remaining %d, ring of %d", remaining, len(l.keys["k"].times))
+	}
+	// 99 more at 50 ms spacing: all allowed, then the 101st is refused.
+	for i := 1; i < limit; i++ {
+		if ok, _, _ := l.allow("k", now.Add(time.Duration(i)*50*time.Millisecond)); !ok {
+			t.Fatalf("request %d refused", i+1)
+		}
+	}
+	at := now.Add(limit * 50 * time.Millisecond) // 5 s
+	if ok, remaining, reset := l.allow("k", at); ok || remaining != 0 || reset != 5 {
+		t.Fatalf("101st: ok %v remaining %d reset %d, want refused, 0, 5", ok, remaining, reset)
+	}
+	if n := len(l.keys["k"].times); n != limit {
+		t.Fatalf("ring grew to %d, want exactly the limit %d", n, limit)
+	}
+	// Once the first 20 requests leave the window, exactly 20 slots free,
+	// across the wrap of the ring.
+	at = now.Add(10*time.Second + 19*50*time.Millisecond)
+	for i := 0; i < 20; i++ {
+		if ok, _, _ := l.allow("k", at); !ok {
+			t.Fatalf("slot %d after expiry refused", i)
+		}
+	}
+	if ok, _, _ := l.allow("k", at); ok {
+		t.Fatal("a 21st slot was allowed")
+	}
+	// A huge limit allocates only what is used.
+	big := newRateLimiter(1_000_000_000, time.Minute)
+	for i := 0; i < 1000; i++ {
+		big.allow("k", now.Add(time.Duration(i)*time.Millisecond))
+	}
+	if n := len(big.keys["k"].times); n > 2048 {
+		t.Fatalf("1000 requests under a limit of 1e9 hold a ring of %d", n)
+	}
+}
