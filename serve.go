@@ -80,10 +80,10 @@ func serve(ctx context.Context, args []string, e env) error {
 	// Jobs: kinds register with the runner; the API submits and streams
 	// through it. It starts (recovering interrupted jobs) after the listener.
 	runner := jobs.New(jobs.Config{Store: db, Schedules: db, Logger: logger.With("component", "jobs"), Notify: deliveries.Notify})
-	for _, k := range e.jobKinds {
+	for _, k := range agentapi.JobKinds(db, db) {
 		runner.Register(k)
 	}
-	for _, k := range agentapi.JobKinds(db, db) {
+	for _, k := range e.jobKinds { // tests replace kinds through this hook
 		runner.Register(k)
 	}
 	// Agents report runs over /agent/v1 and end them in their own store
@@ -95,7 +95,7 @@ func serve(ctx context.Context, args []string, e env) error {
 			deliveries.Notify()
 		}
 	}
-	if err := mountVerify(ctx, runner, db, cfg, logger); err != nil {
+	if err := mountVerify(runner, db, cfg, logger); err != nil {
 		return err
 	}
 	ui, err := assets.New()
@@ -188,6 +188,7 @@ func serve(ctx context.Context, args []string, e env) error {
 	if e.listening != nil {
 		e.listening(ln.Addr().String())
 	}
+	syncVerifySchedules(runner, db, logger) // then every 10 minutes from cron
 
 	select {
 	case err := <-errc:

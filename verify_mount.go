@@ -15,10 +15,10 @@ import (
 // mountVerify registers verify runs of endpoints with the runner: restic
 // (tools.restic) run locally against the endpoint's repository directory
 // with the appliance's copy of its password, temporary restores under
-// data_dir/tmp. It removes what a crashed run left there and gives every
-// backed-up endpoint its daily verify schedule; call it before runner.Open,
-// which loads the schedules.
-func mountVerify(ctx context.Context, runner *jobs.Runner, db *store.DB, cfg app.Config, logger *slog.Logger) error {
+// data_dir/tmp. It removes what a crashed run left there. Schedules are
+// synced by syncVerifySchedules once the server is up, so a large appliance
+// does not wait for them before it answers.
+func mountVerify(runner *jobs.Runner, db *store.DB, cfg app.Config, logger *slog.Logger) error {
 	v := verify.New(verify.Config{
 		Restic: cfg.Tools.Restic, TempDir: filepath.Join(cfg.DataDir, "tmp"),
 		Locate: func(id string) (string, string) {
@@ -27,11 +27,7 @@ func mountVerify(ctx context.Context, runner *jobs.Runner, db *store.DB, cfg app
 		Endpoints: db, Samples: db, Reports: db, Logger: logger.With("component", "verify"),
 	})
 	runner.Register(v.Kind())
-	if err := v.RemoveStale(); err != nil {
-		return err
-	}
-	_, err := verify.SyncSchedules(ctx, db, db)
-	return err
+	return v.RemoveStale()
 }
 
 // syncVerifySchedules gives endpoints backed up since the last call their
