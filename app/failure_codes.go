@@ -15,7 +15,7 @@ type FailureCode struct {
 	Retryable bool           `json:"retryable" doc:"True when a manual retry makes sense (after the fix steps)."`
 	Params    []FailureParam `json:"params" doc:"Parameters an occurrence may carry in failure.params."`
 	FixSteps  []string       `json:"fixSteps" doc:"Ordered steps; {name} is replaced by the parameter in a job's failure."`
-	DocsURL   string         `json:"docsUrl"`
+	DocsURL   string         `json:"docsUrl" doc:"The explanation on this appliance's web interface, relative to its public address."`
 }
 
 // FailureParam documents one parameter of a failure code.
@@ -27,9 +27,12 @@ type FailureParam struct {
 // CodeUnknown is the cause of a failure nothing more specific explains.
 const CodeUnknown = "unknown"
 
-// FailureDocsBase is where failure codes are explained; the code is the
-// anchor. The catalogue itself is served at GET /api/v1/failure-codes.
-const FailureDocsBase = "https://backstop.dev/docs/failure-codes#"
+// FailureDocsBase is where failure codes are explained: the failure-codes
+// page of the appliance's own web interface, with the code as the anchor. It
+// is a reference relative to the appliance's public address, because an
+// appliance is often unreachable from outside and no address but its own is
+// certain to exist. The catalogue itself is served at GET /api/v1/failure-codes.
+const FailureDocsBase = "/ui/failure-codes#"
 
 func param(name, desc string) FailureParam { return FailureParam{Name: name, Description: desc} }
 

@@ -15,6 +15,7 @@ import { WebhooksPage, WebhookPage } from './pages/webhooks.js';
 import { SettingsPage } from './pages/settings.js';
 import { AuditPage } from './pages/audit.js';
 import { ReferencePage } from './pages/reference.js';
+import { FailureCodesPage } from './pages/failures.js';
 
 // [pattern, component, nav label or null, nav group, provider only]
 const routes = [
@@ -27,6 +28,7 @@ const routes = [
   ['/ui/webhooks', WebhooksPage, 'Webhooks', 'Integrations'],
   ['/ui/webhooks/:id', WebhookPage],
   ['/ui/reference', ReferencePage, 'API reference', 'Integrations'],
+  ['/ui/failure-codes', FailureCodesPage, 'Failure codes', 'Integrations'],
   ['/ui/tenants', TenantsPage, 'Tenants', 'Administration', true],
   ['/ui/settings', SettingsPage, 'Settings', 'Administration'],
   ['/ui/audit', AuditPage, 'Audit log', 'Administration'],
