@@ -100,7 +100,7 @@ func (s *Server) createEndpoint(ctx context.Context, in *createEndpointInput) (*
 	}
 	out := &createEndpointOutput{}
 	out.Body.Endpoint, out.Body.Token, out.Body.ExpiresAt = e.View(now, s.opts.Rules), value, app.At(t.ExpiresAt)
-	out.Body.InstallCommand = InstallCommand(s.opts.PublicURL, value, b.Profile)
+	out.Body.InstallCommand = InstallCommand(s.publicBase(ctx), value, b.Profile)
 	return out, nil
 }
 

@@ -202,17 +202,24 @@ func (s *Server) createEnrollmentToken(ctx context.Context, in *enrollmentInput)
 	out := &enrollmentOutput{}
 	out.Body.ID, out.Body.Token, out.Body.TenantID, out.Body.Profile = t.ID, value, t.TenantID, t.Profile
 	out.Body.ExpiresAt = app.At(t.ExpiresAt)
-	out.Body.InstallCommand = InstallCommand(s.opts.PublicURL, value, t.Profile)
+	out.Body.InstallCommand = InstallCommand(s.publicBase(ctx), value, t.Profile)
 	return out, nil
 }
 
-// InstallCommand is the one line an administrator pastes on a machine.
-func InstallCommand(publicURL, token, profile string) string {
-	base := strings.TrimRight(publicURL, "/")
-	if base == "" {
-		base = "http://BACKSTOP-ADDRESS:8080"
-	}
+// InstallCommand is the one line an administrator pastes on a machine, for
+// an appliance reached at base (its public URL).
+func InstallCommand(base, token, profile string) string {
+	base = strings.TrimRight(base, "/")
 	return "curl -fsSL " + base + "/install/agent.sh | sudo sh -s -- --server " + base + " --token " + token + " --profile " + profile
+}
+
+// publicBase is the address agents should use: public_url when configured,
+// else the address the administrator's browser reached this request at.
+func (s *Server) publicBase(ctx context.Context) string {
+	if s.opts.PublicURL != "" {
+		return s.opts.PublicURL
+	}
+	return stateFrom(ctx).base
 }
 
 type settingsOutput struct{ Body *app.Settings }

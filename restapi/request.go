@@ -22,6 +22,7 @@ type requestState struct {
 	ip        string
 	principal *principal
 	action    string // operation id; set for audited operations
+	base      string // scheme://host this request reached, for links
 }
 
 type stateKey struct{}
@@ -38,7 +39,7 @@ func stateFrom(ctx context.Context) *requestState {
 // headers and the audit hook, and recovers panics outside huma.
 func (s *Server) withRequestState(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		st := &requestState{id: requestID(r.Header.Get("X-Request-Id")), ip: s.clientIP(r)}
+		st := &requestState{id: requestID(r.Header.Get("X-Request-Id")), ip: s.clientIP(r), base: s.requestBase(r)}
 		h := w.Header()
 		h.Set("X-Request-Id", st.id)
 		h.Set("X-Content-Type-Options", "nosniff")
@@ -105,6 +106,23 @@ func (s *Server) trusted(a netip.Addr) bool {
 		}
 	}
 	return false
+}
+
+// requestBase is scheme://host of the request as the client sent it; the
+// scheme comes from X-Forwarded-Proto only when the peer is a trusted proxy.
+func (s *Server) requestBase(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		if a, err := netip.ParseAddr(host); err == nil && s.trusted(a.Unmap()) {
+			if p := r.Header.Get("X-Forwarded-Proto"); p == "https" || p == "http" {
+				scheme = p
+			}
+		}
+	}
+	return scheme + "://" + r.Host
 }
 
 // auditingWriter writes the audit row of an audited operation when the
