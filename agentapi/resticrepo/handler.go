@@ -12,7 +12,9 @@
 //   - create the repository (POST /?create=true), then write config once;
 //   - add keys, locks, snapshots, index and data files, each once; every such
 //     file is named by the SHA-256 of its content, and an upload whose
-//     content does not match its name is 400;
+//     content does not match its name is 400. Uploading a stored file again
+//     with the same bytes (restic retrying an upload whose answer it lost)
+//     is 200 and writes nothing; other bytes under a stored name are 403;
 //   - read, HEAD (with Content-Length), ranged GET (206) and list (v1 or v2,
 //     chosen by Accept and echoed in Content-Type) everything;
 //   - delete locks (a missing lock is 200, so restic's unlock is idempotent);

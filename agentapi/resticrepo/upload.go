@@ -40,6 +40,36 @@ type readError struct{ err error }
 func (e readError) Error() string { return "read upload: " + e.err.Error() }
 func (e readError) Unwrap() error { return e.err }
 
+// confirmExisting answers an upload of a content-addressed file that is
+// already stored. restic retries an upload whose answer it lost; since the
+// name is the SHA-256 of the content, a body that hashes to the name is the
+// very file already there, and accepting it changes nothing (200). Any
+// other body is an overwrite attempt (403). Nothing is written.
+func (h *Handler) confirmExisting(w http.ResponseWriter, r *http.Request, t target, st *repoState) {
+	if r.ContentLength > h.opt.MaxFileBytes {
+		st.count(opRefused, 0)
+		http.Error(w, errTooLarge.Error(), http.StatusRequestEntityTooLarge)
+		return
+	}
+	sum := sha256.New()
+	bufp := copyBuffers.Get().(*[]byte)
+	n, err := io.CopyBuffer(sum, io.LimitReader(r.Body, h.opt.MaxFileBytes+1), *bufp)
+	copyBuffers.Put(bufp)
+	switch {
+	case err != nil || (r.ContentLength >= 0 && n != r.ContentLength):
+		st.count(opRefused, 0)
+		http.Error(w, errTruncated.Error(), http.StatusBadRequest)
+	case n > h.opt.MaxFileBytes:
+		st.count(opRefused, 0)
+		http.Error(w, errTooLarge.Error(), http.StatusRequestEntityTooLarge)
+	case hex.EncodeToString(sum.Sum(nil)) != t.name:
+		st.count(opRefused, 0)
+		http.Error(w, fmt.Sprintf("append-only repository: %s already exists and cannot be overwritten", t.relPath()), http.StatusForbidden)
+	default:
+		w.WriteHeader(http.StatusOK)
+	}
+}
+
 // save stores an upload under its final name, once. The order of checks is
 // what makes refusals cheap and failures clean: existence (403) and size
 // (413, quota 507) before a byte is read; then the body goes to a temp file
@@ -59,7 +89,11 @@ func (h *Handler) save(w http.ResponseWriter, r *http.Request, t target, st *rep
 		http.Error(w, fmt.Sprintf("append-only repository: %s already exists and cannot be overwritten", rel), http.StatusForbidden)
 	}
 	if _, err := root.Lstat(rel); err == nil {
-		refuseExisting()
+		if t.kind == "config" {
+			refuseExisting()
+		} else {
+			h.confirmExisting(w, r, t, st)
+		}
 		return
 	} else if !errors.Is(err, os.ErrNotExist) {
 		h.fsError(w, r, "save", err)
@@ -120,9 +154,15 @@ func (h *Handler) save(w http.ResponseWriter, r *http.Request, t target, st *rep
 	st.mu.Lock()
 	_, err = root.Lstat(rel)
 	if err == nil {
+		// Another upload of the same name won; for a content-addressed file
+		// this one's verified hash proves it carried the same bytes.
 		st.mu.Unlock()
 		_ = root.Remove(tmp)
-		refuseExisting()
+		if t.kind == "config" {
+			refuseExisting()
+		} else {
+			w.WriteHeader(http.StatusOK)
+		}
 		return
 	}
 	err = root.Rename(tmp, rel)
