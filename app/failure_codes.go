@@ -27,6 +27,10 @@ type FailureParam struct {
 // CodeUnknown is the cause of a failure nothing more specific explains.
 const CodeUnknown = "unknown"
 
+// CodeInterruptedRepeatedly ends a job whose runs keep being cut off by the
+// process stopping: it is re-queued after each interruption, but not for ever.
+const CodeInterruptedRepeatedly = "job.interrupted_repeatedly"
+
 // FailureDocsBase is where failure codes are explained: the failure-codes
 // page of the appliance's own web interface, with the code as the anchor. It
 // is a reference relative to the appliance's public address, because an
@@ -139,6 +143,14 @@ var failureCatalogue = []FailureCode{
 		FixSteps: []string{
 			"Reinstall the agent on {hostname} with the install command: it installs {tool} too.",
 			"Start a backup of the machine again.",
+		}},
+	{Code: CodeInterruptedRepeatedly, Category: CategoryInternal, Title: "The appliance stopped every time this job ran",
+		Retryable: true,
+		Params:    []FailureParam{param("interruptions", "How many runs in a row were cut off by the appliance stopping.")},
+		FixSteps: []string{
+			"Look at the appliance's log around the times this job ran: the process stopped while it ran (a crash, an out-of-memory kill, or repeated restarts).",
+			"Fix that cause (for example give the VM more memory), then start the job again.",
+			"If the process crashed, open a support case with this job's id and the log lines.",
 		}},
 	{Code: CodeUnknown, Category: CategoryInternal, Title: "Unexpected failure",
 		Retryable: true,

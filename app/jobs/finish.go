@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -22,6 +23,13 @@ func (r *Runner) finish(ctx context.Context, id string, out *Outcome, runErr err
 	}
 	var extra map[string]any
 	if pre, err := r.store.Job(ctx, id); err == nil {
+		if out.State == app.JobInterrupted {
+			if n := r.interruptionsBefore(ctx, pre); n+1 >= maxInterruptions {
+				r.log.Error("job interrupted again; not re-queueing it", slog.String("job_id", id), slog.Int("interruptions", n+1))
+				out = &Outcome{Failure: app.FailureFrom(app.Fail(app.CodeInterruptedRepeatedly,
+					map[string]any{"interruptions": n + 1}, nil), out.Step, r.cfg.Now()), Progress: out.Progress, Step: out.Step}
+			}
+		}
 		if k := r.kind(pre.Action, pre.Target.Type); k != nil && k.EventData != nil && out.State != app.JobInterrupted {
 			if extra, err = k.EventData(ctx, pre); err != nil {
 				return nil, err
@@ -43,6 +51,24 @@ func (r *Runner) finish(ctx context.Context, id string, out *Outcome, runErr err
 		r.Poke() // a re-run was queued
 	}
 	return j, nil
+}
+
+// maxInterruptions is how many runs in a row the process stopping may cut
+// off before the job fails with job.interrupted_repeatedly instead of being
+// queued again: a job that crashes the appliance must not do so for ever.
+const maxInterruptions = 3
+
+// interruptionsBefore counts the interrupted runs j directly re-runs.
+func (r *Runner) interruptionsBefore(ctx context.Context, j *app.Job) int {
+	n := 0
+	for prev := j.RetryOf; prev != "" && n < maxInterruptions; n++ {
+		p, err := r.store.Job(ctx, prev)
+		if err != nil || p.State != app.JobInterrupted {
+			break
+		}
+		prev = p.RetryOf
+	}
+	return n
 }
 
 // decideEnd sets the final fields of j and returns the follow-up to commit

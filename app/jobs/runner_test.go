@@ -340,3 +340,51 @@ func TestScheduleFireSkipsWhileActive(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A job whose runs keep being cut off by the process stopping is re-queued,
+// but the third interruption in a row fails it instead of looping for ever.
+func TestRepeatedInterruptionsFailTheJob(t *testing.T) {
+	db := openDB(t, "")
+	ctx := context.Background()
+	prev := ""
+	for i, state := range []string{app.JobInterrupted, app.JobInterrupted, app.JobRunning} {
+		j := &app.Job{TenantID: "tn_a", Queue: app.QueueIMAPBackup, State: state, Action: app.ActionBackup,
+			Target: app.JobTarget{Type: "thing", ID: "tn_a-1"}, Trigger: app.TriggerAPI, StartedAt: app.Ptr(app.At(time.Now())),
+			RetryOf: prev, Attempt: 1, MaxAttempts: 3}
+		if i > 0 {
+			j.Trigger = app.TriggerRetry
+		}
+		if state == app.JobInterrupted {
+			j.FinishedAt = app.Ptr(app.At(time.Now()))
+		}
+		if err := db.CreateJob(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+		prev = j.ID
+	}
+	var ran atomic.Int32
+	startRunner(t, db, jobs.Config{}, thingKind(func(ctx context.Context, run *jobs.Run) (*jobs.Outcome, error) {
+		ran.Add(1)
+		return nil, nil
+	}))
+	got, err := db.Job(ctx, prev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != app.JobFailed || got.Failure == nil || got.Failure.Code != app.CodeInterruptedRepeatedly ||
+		got.Failure.Retry.State != app.RetryNone {
+		t.Fatalf("third interrupted run = %+v (failure %+v), want failed with %s and no retry", got, got.Failure, app.CodeInterruptedRepeatedly)
+	}
+	if js, _ := db.Jobs(ctx, app.JobFilter{State: app.JobQueued}); len(js) != 0 || ran.Load() != 0 {
+		t.Fatalf("re-queued %d jobs and ran %d, want none", len(js), ran.Load())
+	}
+	var failed int
+	for _, e := range events(t, db) {
+		if e["type"] == app.EventJobFailed {
+			failed++
+		}
+	}
+	if failed != 1 {
+		t.Fatalf("%d job.failed events, want 1", failed)
+	}
+}
