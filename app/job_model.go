@@ -127,6 +127,7 @@ type JobFilter struct {
 	TenantID string // "" for all
 	State    string
 	Queue    string
+	TargetID string     // only jobs on this target (an endpoint, a protected object, …)
 	Since    *time.Time // queued at or after
 	Before   *JobCursor // cursor: jobs after this one in newest-first order
 	Limit    int

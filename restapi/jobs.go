@@ -18,6 +18,7 @@ import (
 type listJobsInput struct {
 	State  string    `query:"state" enum:"queued,running,succeeded,partial,failed,interrupted,cancelled"`
 	Queue  string    `query:"queue" enum:"mailbox_backup,drive_backup,imap_backup,endpoint_backup,endpoint_restore,restore,verify,archive_verify"`
+	Target string    `query:"targetId" maxLength:"64" doc:"Only jobs on this target, e.g. an endpoint's id (ep_…)."`
 	Since  time.Time `query:"since" doc:"RFC 3339 time: jobs queued at or after it."`
 	Limit  int       `query:"limit" minimum:"1" maximum:"1000" default:"100"`
 	Cursor string    `query:"cursor" maxLength:"128" doc:"nextCursor of the previous page."`
@@ -51,7 +52,7 @@ func parseJobCursor(c string) (*app.JobCursor, error) {
 }
 
 func (s *Server) listJobs(ctx context.Context, in *listJobsInput) (*jobsOutput, error) {
-	f := app.JobFilter{TenantID: principalFrom(ctx).tenantID, State: in.State, Queue: in.Queue, Limit: in.Limit}
+	f := app.JobFilter{TenantID: principalFrom(ctx).tenantID, State: in.State, Queue: in.Queue, TargetID: in.Target, Limit: in.Limit}
 	if !in.Since.IsZero() {
 		f.Since = &in.Since
 	}

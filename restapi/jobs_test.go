@@ -214,6 +214,17 @@ func TestListJobsFiltersAndPages(t *testing.T) {
 	if n := len(r.json()["items"].([]any)); n != 2 {
 		t.Errorf("since gave %d jobs, want 2: %s", n, r.body)
 	}
+	other := &app.Job{TenantID: h.tenantA.ID, Queue: app.QueueEndpointBackup, State: app.JobQueued, Action: app.ActionBackup,
+		Executor: app.ExecutorExternal, Target: app.JobTarget{Type: "endpoint", ID: "ep_y"}, Trigger: app.TriggerAPI}
+	if err := h.db.CreateJob(context.Background(), other); err != nil {
+		t.Fatal(err)
+	}
+	for target, want := range map[string]int{"ep_y": 1, "ep_x": 6, "ep_none": 0} {
+		r = h.do("GET", "/api/v1/jobs?targetId="+target, "", bearer(key)...)
+		if n := len(r.json()["items"].([]any)); n != want {
+			t.Errorf("targetId=%s gave %d jobs, want %d", target, n, want)
+		}
+	}
 	check(t, h.do("GET", "/api/v1/jobs?cursor=nonsense", "", bearer(key)...), 422, app.EINVALID)
 	check(t, h.do("GET", "/api/v1/jobs?state=exploded", "", bearer(key)...), 422, app.EINVALID)
 	check(t, h.do("GET", "/api/v1/jobs?limit=1001", "", bearer(key)...), 422, app.EINVALID)

@@ -77,6 +77,9 @@ func (db *DB) Jobs(ctx context.Context, f app.JobFilter) ([]*app.Job, error) {
 	if f.Queue != "" {
 		q, args = q+" AND queue = ?", append(args, f.Queue)
 	}
+	if f.TargetID != "" {
+		q, args = q+" AND target_id = ?", append(args, f.TargetID)
+	}
 	if f.Since != nil {
 		q, args = q+" AND queued_at >= ?", append(args, f.Since.UnixMilli())
 	}
