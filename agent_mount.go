@@ -6,6 +6,7 @@ import (
 
 	"backstop/agentapi"
 	"backstop/app"
+	"backstop/assets"
 	"backstop/store"
 )
 
@@ -13,7 +14,7 @@ import (
 // under /agent/v1/ and the install files under /install/. jobChanged, if
 // set, is told every job change agents report (for live progress streams).
 func mountAgent(mux *http.ServeMux, db *store.DB, cfg app.Config, logger *slog.Logger, jobChanged func(*app.Job)) {
-	install := &agentapi.Install{DataDir: cfg.DataDir, PublicURL: cfg.PublicURL}
+	install := &agentapi.Install{DataDir: cfg.DataDir, PublicURL: cfg.PublicURL, Script: assets.AgentInstallScript}
 	mux.Handle("/agent/v1/", agentapi.New(agentapi.Services{Endpoints: db, Enrollment: db, Agents: db, Jobs: db},
 		agentapi.Options{PublicURL: cfg.PublicURL, DataDir: cfg.DataDir, Logger: logger.With("component", "agentapi"),
 			JobChanged: jobChanged, Install: install}))

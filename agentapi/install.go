@@ -2,7 +2,6 @@ package agentapi
 
 import (
 	"crypto/sha256"
-	_ "embed"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -17,9 +16,6 @@ import (
 	"time"
 )
 
-//go:embed agent.sh
-var installScript string
-
 // Install serves /install/: the install script, the binaries it downloads,
 // and their SHA256SUMS. The binaries are the appliance's own executable,
 // offered as backstop-<goos>-<goarch> for its own platform, and every
@@ -29,6 +25,9 @@ var installScript string
 type Install struct {
 	DataDir   string
 	PublicURL string
+	// Script is the install script (assets.AgentInstallScript); its
+	// __BACKSTOP_SERVER__ is replaced by the appliance's address.
+	Script string
 	// Executable is the running binary; empty means os.Executable().
 	Executable string
 
@@ -117,7 +116,7 @@ func (in *Install) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case p == "/install/agent.sh":
 		w.Header().Set("Content-Type", "text/x-shellscript; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-cache")
-		io.WriteString(w, strings.Replace(installScript, "__BACKSTOP_SERVER__", in.server(r), 1))
+		io.WriteString(w, strings.Replace(in.Script, "__BACKSTOP_SERVER__", in.server(r), 1))
 	case p == "/install/SHA256SUMS":
 		files := in.files()
 		names := make([]string, 0, len(files))

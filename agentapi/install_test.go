@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"backstop/agentapi"
+	"backstop/assets"
 )
 
 func TestInstallFiles(t *testing.T) {
@@ -21,7 +22,7 @@ func TestInstallFiles(t *testing.T) {
 	os.WriteFile(exe, []byte("the appliance binary"), 0o755)
 	os.MkdirAll(filepath.Join(data, "install"), 0o700)
 	os.WriteFile(filepath.Join(data, "install", "restic-linux-arm64"), []byte("restic for arm"), 0o644)
-	srv := httptest.NewServer(&agentapi.Install{DataDir: data, Executable: exe})
+	srv := httptest.NewServer(&agentapi.Install{DataDir: data, Executable: exe, Script: assets.AgentInstallScript})
 	defer srv.Close()
 
 	get := func(path string, hdr ...string) (int, string) {

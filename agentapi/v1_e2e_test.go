@@ -23,6 +23,7 @@ import (
 	"backstop/agentapi/wire"
 	"backstop/app"
 	"backstop/app/jobs"
+	"backstop/assets"
 	"backstop/store"
 )
 
@@ -84,7 +85,7 @@ func newAppliance(t *testing.T) *appliance {
 			a.mu.Unlock()
 		}}))
 	mux.Handle(resticrepo.PathPrefix, repo)
-	mux.Handle("/install/", &agentapi.Install{DataDir: a.dataDir})
+	mux.Handle("/install/", &agentapi.Install{DataDir: a.dataDir, Script: assets.AgentInstallScript})
 	srv := httptest.NewServer(mux) // listens on 127.0.0.1
 	t.Cleanup(srv.Close)
 	a.url = srv.URL
