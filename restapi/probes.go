@@ -3,6 +3,7 @@ package restapi
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -35,13 +36,18 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request, _ httprouter.Par
 	defer cancel()
 	checks := map[string]string{"database": "ok", "storage": "ok"}
 	ready := true
+	// Anonymous callers learn which check fails, not why: the reasons name
+	// paths and internals, and go to the log instead.
 	if err := s.Ping(ctx); err != nil {
-		checks["database"], ready = "failing: "+err.Error(), false
+		checks["database"], ready = "failing", false
+		s.opts.Logger.Error("readiness: database check failed", slog.Any("error", err))
 	}
 	if err := checkWritable(s.opts.DataDir); err != nil {
-		checks["storage"], ready = "failing: "+err.Error(), false
+		checks["storage"], ready = "failing", false
+		s.opts.Logger.Error("readiness: the data directory takes no write", slog.Any("error", err))
 	} else if free, _, err := diskSpace(s.opts.DataDir); err != nil || free < minFreeBytes {
-		checks["storage"], ready = "failing: less than 256 MiB free in the data directory", false
+		checks["storage"], ready = "failing", false
+		s.opts.Logger.Error("readiness: less than 256 MiB free in the data directory", slog.Int64("free_bytes", free))
 	}
 	if !ready {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "not_ready", "checks": checks})
