@@ -4,15 +4,25 @@
 #   curl -fsSL https://APPLIANCE/install/agent.sh | sudo sh -s -- --token bse_... [--server URL] [--profile server|client] [--paths /etc,/home]
 #
 # It detects linux/darwin and amd64/arm64, downloads the agent and restic from
-# the same appliance, verifies both against /install/SHA256SUMS, installs them,
-# enrolls this machine with the one-time token, and installs a systemd unit
-# (linux) or a launchd daemon (macOS) that runs `backstop agent run`.
+# the same appliance, verifies both against /install/SHA256SUMS before
+# installing either, installs them, enrolls this machine with the one-time
+# token, and installs a systemd unit (linux) or a launchd daemon (macOS) that
+# runs `backstop agent run`.
+#
+# DESTDIR (the packaging convention): when set, every path written (the
+# binary, the state directory with restic and agent.json, the unit or plist)
+# is prefixed with "$DESTDIR", root is not required, and systemctl/launchctl
+# are NOT run: the tree is for an image or package, whose own system starts
+# the service. The unit and plist name the paths as the installed system will
+# see them, without "$DESTDIR".
 set -eu
 
 SERVER="__BACKSTOP_SERVER__"
 TOKEN=""
 PROFILE=""
 PATHS=""
+DESTDIR="${DESTDIR:-}"
+DESTDIR="${DESTDIR%/}"
 
 die() { echo "backstop install: $*" >&2; exit 1; }
 
@@ -27,7 +37,7 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$TOKEN" ] || die "--token is required (create one in the web interface)"
 [ -n "$SERVER" ] || die "--server is required"
-[ "$(id -u)" = 0 ] || die "run as root (sudo sh)"
+[ -n "$DESTDIR" ] || [ "$(id -u)" = 0 ] || die "run as root (sudo sh)"
 
 case "$(uname -s)" in
 Linux) OS=linux ;;
@@ -42,8 +52,10 @@ esac
 
 if [ "$OS" = darwin ]; then
 	STATE_DIR="/Library/Application Support/Backstop Agent"
+	SERVICE_FILE=/Library/LaunchDaemons/dev.backstop.agent.plist
 else
 	STATE_DIR=/var/lib/backstop-agent
+	SERVICE_FILE=/etc/systemd/system/backstop-agent.service
 fi
 BIN=/usr/local/bin/backstop
 
@@ -70,39 +82,55 @@ trap 'rm -rf "$TMP"' EXIT INT TERM
 
 fetch "$SERVER/install/SHA256SUMS" "$TMP/SHA256SUMS" || die "cannot download $SERVER/install/SHA256SUMS"
 
-# download_verified NAME: fetch /install/bin/NAME and check it against SHA256SUMS.
+# download_verified NAME: fetch /install/bin/NAME into $TMP and check it
+# against SHA256SUMS. Returns 1 when the appliance does not offer NAME; exits
+# on a failed download or a checksum mismatch.
 download_verified() {
 	want=$(awk -v n="$1" '$2 == n { print $1 }' "$TMP/SHA256SUMS")
 	[ -n "$want" ] || return 1
 	fetch "$SERVER/install/bin/$1" "$TMP/$1" || die "cannot download $1"
 	got=$(sha256 "$TMP/$1")
 	[ "$got" = "$want" ] || die "checksum mismatch for $1 (got $got, want $want)"
-	chmod 0755 "$TMP/$1"
+	chmod 0755 "$TMP/$1" || die "cannot chmod $TMP/$1"
 }
 
+# Both downloads are verified before anything is installed, so a tampered or
+# corrupted file leaves the machine as it was.
 download_verified "backstop-$OS-$ARCH" || die "the appliance offers no agent for $OS/$ARCH"
-mkdir -p "$(dirname "$BIN")" "$STATE_DIR"
-chmod 0700 "$STATE_DIR"
-mv "$TMP/backstop-$OS-$ARCH" "$BIN"
-
+HAVE_RESTIC=""
 if download_verified "restic-$OS-$ARCH"; then
-	mv "$TMP/restic-$OS-$ARCH" "$STATE_DIR/restic"
+	HAVE_RESTIC=1
+fi
+
+mkdir -p "$DESTDIR$(dirname "$BIN")" "$DESTDIR$STATE_DIR"
+chmod 0700 "$DESTDIR$STATE_DIR"
+mv "$TMP/backstop-$OS-$ARCH" "$DESTDIR$BIN"
+if [ -n "$HAVE_RESTIC" ]; then
+	mv "$TMP/restic-$OS-$ARCH" "$DESTDIR$STATE_DIR/restic"
 elif ! command -v restic >/dev/null 2>&1; then
 	echo "backstop install: warning: the appliance offers no restic for $OS/$ARCH and none is on PATH;" >&2
 	echo "  install restic, or backups will fail with agent.tool_missing" >&2
 fi
 
-if [ -f "$STATE_DIR/agent.json" ]; then
-	echo "already enrolled ($STATE_DIR/agent.json exists); keeping that enrollment"
+# Enrollment writes agent.json itself, so it is given the directory it can
+# write now ("$DESTDIR$STATE_DIR"); the unit below names "$STATE_DIR", the
+# path the installed system will see. agent.json records no state-dir path,
+# so the move from one to the other changes nothing in it.
+if [ -f "$DESTDIR$STATE_DIR/agent.json" ]; then
+	echo "already enrolled ($DESTDIR$STATE_DIR/agent.json exists); keeping that enrollment"
 else
-	set -- --server "$SERVER" --token "$TOKEN" --state-dir "$STATE_DIR"
+	set -- --server "$SERVER" --token "$TOKEN" --state-dir "$DESTDIR$STATE_DIR"
 	[ -z "$PROFILE" ] || set -- "$@" --profile "$PROFILE"
 	[ -z "$PATHS" ] || set -- "$@" --paths "$PATHS"
-	"$BIN" agent enroll "$@"
+	# The binary stays installed on failure: a re-run with a new token
+	# enrolls; no service is installed until enrollment succeeded.
+	"$DESTDIR$BIN" agent enroll "$@" ||
+		die "enrollment with $SERVER failed (see above); tokens are one-time and expire: create a new one and run this again"
 fi
 
+mkdir -p "$DESTDIR$(dirname "$SERVICE_FILE")"
 if [ "$OS" = linux ]; then
-	cat >/etc/systemd/system/backstop-agent.service <<UNIT
+	cat >"$DESTDIR$SERVICE_FILE" <<UNIT
 [Unit]
 Description=Backstop backup agent
 After=network-online.target
@@ -119,11 +147,8 @@ TimeoutStopSec=60
 [Install]
 WantedBy=multi-user.target
 UNIT
-	systemctl daemon-reload
-	systemctl enable --now backstop-agent.service
 else
-	PLIST=/Library/LaunchDaemons/dev.backstop.agent.plist
-	cat >"$PLIST" <<PLIST
+	cat >"$DESTDIR$SERVICE_FILE" <<PLIST
 <?xml version="1.0" encoding="UTF-8"?>
 <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
 <plist version="1.0">
@@ -137,8 +162,21 @@ else
 </dict>
 </plist>
 PLIST
-	chmod 0644 "$PLIST"
-	launchctl unload "$PLIST" 2>/dev/null || true
-	launchctl load -w "$PLIST"
+fi
+chmod 0644 "$DESTDIR$SERVICE_FILE"
+
+if [ -n "$DESTDIR" ]; then
+	echo "backstop agent installed under $DESTDIR ($SERVICE_FILE written; service manager not run)"
+	exit 0
+fi
+if [ "$OS" = linux ]; then
+	systemctl daemon-reload
+	systemctl enable backstop-agent.service
+	# restart, not enable --now: a re-run that upgraded the binary must
+	# replace the running agent.
+	systemctl restart backstop-agent.service
+else
+	launchctl unload "$SERVICE_FILE" 2>/dev/null || true
+	launchctl load -w "$SERVICE_FILE"
 fi
 echo "backstop agent installed and running"
