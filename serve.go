@@ -127,8 +127,14 @@ func serve(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
+	// Memory goes back to the OS after 30 s without a request (idle_trim.go).
+	trimmer := newIdleTrimmer(30*time.Second, func() {
+		if err := db.ReleaseMemory(context.Background()); err != nil {
+			logger.Warn("releasing database memory failed", slog.Any("error", err))
+		}
+	})
 	srv := &http.Server{
-		Handler:           repos.Route(front),
+		Handler:           trimmer.Track(repos.Route(front)),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       5 * time.Minute, // agent uploads of pack files can be large
 		IdleTimeout:       2 * time.Minute,
@@ -182,6 +188,8 @@ func serve(ctx context.Context, args []string, e env) error {
 	defer checker.Close() // deferred after db.Close, so it runs first
 	deliveries.Open()
 	defer deliveries.Close() // before db.Close: in-flight attempts stay pending
+	trimmer.Open()
+	defer trimmer.Close()
 	logger.Info("backstop serving", slog.String("addr", ln.Addr().String()), slog.String("version", app.Version),
 		slog.String("edition", cfg.Edition), slog.String("data_dir", cfg.DataDir),
 		slog.Duration("startup", time.Since(started)))

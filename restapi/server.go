@@ -137,6 +137,7 @@ func New(svc Services, opts Options) *Server {
 	config.DocsPath = ""    // the web interface renders the reference itself, offline
 	config.SchemasPath = "" // no $schema links in bodies
 	config.CreateHooks = nil
+	config.Formats = jsonFormats() // self-writing bodies (fastjson.go), encoding/json otherwise
 	config.Info.Description = apiDescription
 	// app.Time is a string in RFC 3339 form on the wire.
 	config.Components.Schemas.RegisterTypeAlias(reflect.TypeFor[app.Time](), reflect.TypeFor[time.Time]())

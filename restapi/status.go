@@ -67,13 +67,9 @@ func (s *Server) getStatus(ctx context.Context, _ *struct{}) (*statusOutput, err
 	if p.tenantID != "" {
 		b.TenantID = app.Ptr(p.tenantID)
 	}
-	eps, err := s.Endpoints.Endpoints(ctx, app.EndpointFilter{TenantID: p.tenantID})
+	views, err := s.endpointViews(ctx, app.EndpointFilter{TenantID: p.tenantID}, now)
 	if err != nil {
 		return nil, err
-	}
-	views := make([]app.EndpointView, len(eps))
-	for i, e := range eps {
-		views[i] = e.View(now, s.opts.Rules)
 	}
 	b.Endpoints = app.CountEndpoints(views)
 	if b.Jobs, err = s.Jobs.CountJobs(ctx, p.tenantID, now.Add(-24*time.Hour)); err != nil {
@@ -127,27 +123,40 @@ type listEndpointsInput struct {
 	Profile string `query:"profile" enum:"server,client" doc:"Only servers or only clients."`
 }
 
-type endpointsOutput struct {
-	Body struct {
-		Items []app.EndpointView `json:"items"`
-		Total int                `json:"total"`
-	}
-}
+type endpointsOutput struct{ Body endpointsOutputBody }
 
 func (s *Server) listEndpoints(ctx context.Context, in *listEndpointsInput) (*endpointsOutput, error) {
 	p := principalFrom(ctx)
-	eps, err := s.Endpoints.Endpoints(ctx, app.EndpointFilter{TenantID: p.tenantID, Profile: in.Profile})
+	views, err := s.endpointViews(ctx, app.EndpointFilter{TenantID: p.tenantID, Profile: in.Profile}, s.now())
 	if err != nil {
 		return nil, err
 	}
-	now := s.now()
-	out := &endpointsOutput{}
-	out.Body.Items = make([]app.EndpointView, len(eps))
-	for i, e := range eps {
-		out.Body.Items[i] = e.View(now, s.opts.Rules)
+	return &endpointsOutput{Body: endpointsOutputBody{Items: views, Total: len(views)}}, nil
+}
+
+// endpointViewer is an optional fast path of app.EndpointService (the
+// store implements it): views computed from its cached endpoints without
+// copying them, which listing 10,000 endpoints otherwise spends a quarter
+// of its time on.
+type endpointViewer interface {
+	EndpointViews(ctx context.Context, f app.EndpointFilter, now time.Time, rules app.EndpointRules) ([]app.EndpointView, error)
+}
+
+// endpointViews returns the views of the endpoints f selects, in id order;
+// never nil, so an empty list is [] on the wire.
+func (s *Server) endpointViews(ctx context.Context, f app.EndpointFilter, now time.Time) ([]app.EndpointView, error) {
+	if v, ok := s.Endpoints.(endpointViewer); ok {
+		return v.EndpointViews(ctx, f, now, s.opts.Rules)
 	}
-	out.Body.Total = len(eps)
-	return out, nil
+	eps, err := s.Endpoints.Endpoints(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	views := make([]app.EndpointView, len(eps))
+	for i, e := range eps {
+		views[i] = e.View(now, s.opts.Rules)
+	}
+	return views, nil
 }
 
 type endpointOutput struct{ Body app.EndpointView }

@@ -42,29 +42,27 @@ func (db *DB) Endpoint(ctx context.Context, id string) (*app.Endpoint, error) {
 	return e, err
 }
 
-// Endpoints lists endpoints in creation order.
+// Endpoints lists endpoints in id order. It reads through the endpoint
+// cache (endpoint_cache.go): the answer holds every write committed before
+// the call, and the caller owns the returned endpoints.
 func (db *DB) Endpoints(ctx context.Context, f app.EndpointFilter) ([]*app.Endpoint, error) {
-	q, args := `SELECT `+endpointColumns+` FROM endpoints WHERE 1=1`, []any{}
-	if f.TenantID != "" {
-		q, args = q+" AND tenant_id = ?", append(args, f.TenantID)
-	}
-	if f.Profile != "" {
-		q, args = q+" AND profile = ?", append(args, f.Profile)
-	}
-	rows, err := db.read.QueryContext(ctx, q+" ORDER BY id", args...)
+	snap, err := db.endpointSnapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []*app.Endpoint
-	for rows.Next() {
-		e, err := scanEndpoint(rows)
-		if err != nil {
-			return nil, err
+	rows := snap.rows
+	if f.TenantID != "" || f.Profile != "" {
+		rows = make([]*app.Endpoint, 0, len(snap.rows))
+		for _, e := range snap.rows {
+			if (f.TenantID == "" || e.TenantID == f.TenantID) && (f.Profile == "" || e.Profile == f.Profile) {
+				rows = append(rows, e)
+			}
 		}
-		out = append(out, e)
 	}
-	return out, rows.Err()
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	return copyEndpoints(rows), nil
 }
 
 // UpdateEndpoint reads the endpoint, applies fn and writes it back in one

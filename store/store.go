@@ -51,6 +51,8 @@ type DB struct {
 
 	stmts sync.Map // SQL text -> *sql.Stmt prepared on the read pool (stmtcache.go)
 
+	endpointCache endpointCache // every endpoint, kept exact through a change log (endpoint_cache.go)
+
 	touchMu sync.Mutex
 	touched map[string]time.Time // key id -> last lastUsedAt written
 }
@@ -105,6 +107,8 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	db.audit = newAuditWriter(db)
 	db.wg.Add(1)
 	go func() { defer db.wg.Done(); db.audit.run(wctx) }()
+	db.wg.Add(1)
+	go func() { defer db.wg.Done(); db.pruneEndpointChangesEvery(wctx, time.Minute) }()
 	return db, nil
 }
 

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// idleTrimmer gives memory back to the operating system once the appliance
+// has been quiet for a while. Go's heap keeps the pages a burst of requests
+// grew it to (an endpoint listing allocates ~20 MB transiently) and returns
+// them only slowly, and the endpoint cache holds ~1 KB per endpoint. After
+// `quiet` without an HTTP request starting or ending, the trimmer runs each
+// release function (dropping caches that are rebuilt on demand) and then
+// debug.FreeOSMemory, a forced GC that returns every free page. It does so
+// once per quiet period: the next request re-arms it. Background work
+// (cron, webhook delivery) does not count as activity; a trim during it
+// costs one GC and is otherwise harmless.
+type idleTrimmer struct {
+	quiet   time.Duration
+	release []func()
+	now     func() time.Time
+
+	last    atomic.Int64 // Unix nanoseconds of the latest request start or end
+	trimmed int64        // the value of last when the latest trim ran; only the trimming goroutine uses it
+	trims   atomic.Int64 // how many trims ran (for tests)
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+func newIdleTrimmer(quiet time.Duration, release ...func()) *idleTrimmer {
+	t := &idleTrimmer{quiet: quiet, release: release, now: time.Now}
+	t.last.Store(t.now().UnixNano())
+	t.trimmed = -1
+	return t
+}
+
+// Track wraps h so that every request re-arms the trimmer.
+func (t *idleTrimmer) Track(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.touch()
+		defer t.touch() // a long request (a stream, an upload) counts until it ends
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (t *idleTrimmer) touch() { t.last.Store(t.now().UnixNano()) }
+
+// maybeTrim trims if the quiet period has passed since the latest request
+// and no trim ran since; it reports whether it trimmed. Only one goroutine
+// may call it.
+func (t *idleTrimmer) maybeTrim() bool {
+	last := t.last.Load()
+	if last == t.trimmed || t.now().UnixNano()-last < int64(t.quiet) {
+		return false
+	}
+	t.trimmed = last
+	for _, f := range t.release {
+		f()
+	}
+	debug.FreeOSMemory()
+	t.trims.Add(1)
+	return true
+}
+
+// Open starts checking every quarter of the quiet period.
+func (t *idleTrimmer) Open() {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.cancel = cancel
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		tick := time.NewTicker(t.quiet / 4)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				t.maybeTrim()
+			}
+		}
+	}()
+}
+
+// Close stops the trimmer and waits for a trim in progress.
+func (t *idleTrimmer) Close() {
+	if t.cancel != nil {
+		t.cancel()
+	}
+	t.wg.Wait()
+}

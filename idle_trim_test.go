@@ -1,0 +1,46 @@
+package main
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The trimmer releases once per quiet period, only after the period has
+// passed since the latest request, and a request re-arms it.
+func TestIdleTrimmerTrimsOncePerQuietPeriod(t *testing.T) {
+	var mu sync.Mutex
+	clock := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	advance := func(d time.Duration) { mu.Lock(); clock = clock.Add(d); mu.Unlock() }
+	released := 0
+	tr := newIdleTrimmer(30*time.Second, func() { released++ })
+	tr.now = now
+	tr.last.Store(now().UnixNano())
+	h := tr.Track(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { advance(time.Second) }))
+	request := func() { h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil)) }
+
+	advance(29 * time.Second)
+	if tr.maybeTrim() {
+		t.Fatal("trimmed before the quiet period passed")
+	}
+	advance(time.Second)
+	if !tr.maybeTrim() || released != 1 {
+		t.Fatalf("no trim after 30 s of quiet (released %d)", released)
+	}
+	advance(time.Hour)
+	if tr.maybeTrim() || released != 1 {
+		t.Fatal("trimmed again without a request in between")
+	}
+	request() // starts now, ends a second later: the quiet period counts from its end
+	advance(29 * time.Second)
+	if tr.maybeTrim() {
+		t.Fatal("trimmed 29 s after a request ended")
+	}
+	advance(time.Second)
+	if !tr.maybeTrim() || released != 2 || tr.trims.Load() != 2 {
+		t.Fatalf("no trim after the request's quiet period (released %d)", released)
+	}
+}
