@@ -51,6 +51,7 @@ func newBrowser(t *testing.T, base string, width, height int) *browser {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("lang", "en-US"), // dates formatted as the tests expect, whatever the machine's locale
 	}
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	b := &browser{t: t, base: base, shots: os.Getenv("BACKSTOP_SCREENSHOTS")}

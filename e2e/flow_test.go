@@ -3,12 +3,14 @@ package e2e
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"backstop/app/update/githubtest"
 	"backstop/store"
 )
 
@@ -21,10 +23,17 @@ const (
 // TestWebInterface walks the interface as an administrator would, against
 // the real binary: first-run setup, sign out and in (with a wrong password
 // first), tenants (one named with HTML), an API key read once, used and
-// revoked, a stale CSRF token, webhooks, a job's live progress, and an
-// expired session. Each step leaves a screenshot.
+// revoked (its copy button read back from the clipboard), a stale CSRF
+// token, webhooks (test event, rotated secret, replay), a job's live
+// progress and its failure explained, settings, the audit log in New York
+// time, a tenant administrator's narrower view, the phone layout and the
+// keyboard, and an expired session. Each step leaves a screenshot.
 func TestWebInterface(t *testing.T) {
-	a := startAppliance(t, "SERVICE_WEBHOOK_ALLOW_PRIVATE=true")
+	// The release feed the update check asks, on 127.0.0.1.
+	feed := githubtest.New("backstop-dev/backstop", nil, githubtest.Release{Tag: "v1.4.0", Prerelease: true,
+		CreatedAt: time.Now().Add(-time.Hour), PublishedAt: time.Now().Add(-time.Hour)})
+	t.Cleanup(feed.Close)
+	a := startAppliance(t, "SERVICE_WEBHOOK_ALLOW_PRIVATE=true", "SERVICE_UPDATE_API_URL="+feed.URL, "SERVICE_UPDATE_REPOSITORY=backstop-dev/backstop")
 	b := newBrowser(t, a.URL, 1280, 860)
 
 	// First run: the link printed by serve.
@@ -80,6 +89,7 @@ func TestWebInterface(t *testing.T) {
 	if !strings.HasPrefix(key, "bsk_") {
 		t.Fatalf("key value %q", key)
 	}
+	copyKeySteps(t, b, key)
 	if code, body := a.call(t, http.MethodGet, "/api/v1/status", key, nil); code != http.StatusOK {
 		t.Fatalf("new key: GET /status = %d %v", code, body)
 	}
@@ -110,7 +120,20 @@ func TestWebInterface(t *testing.T) {
 	b.waitText("Tenant “Beta Bakery” created.")
 
 	t.Run("webhooks", func(t *testing.T) { webhookSteps(t, a, b) })
-	t.Run("job progress", func(t *testing.T) { jobSteps(t, a, b) })
+	var jobID string
+	t.Run("job progress", func(t *testing.T) { jobID = jobSteps(t, a, b) })
+	t.Run("settings", func(t *testing.T) { settingsSteps(t, b) })
+	// Another tenant's key, which Acme Dental's administrator must not see.
+	tenantID := func(name string) string {
+		return eval[string](b, fmt.Sprintf(`fetch('/api/v1/tenants').then((r) => r.json()).then((d) => d.items.find((t) => t.name === %s).id)`, js(name)))
+	}
+	acme, bakery := tenantID("Acme Dental"), tenantID("Beta Bakery")
+	eval[bool](b, fmt.Sprintf(`fetch('/api/v1/session').then((r) => r.json()).then((s) => fetch('/api/v1/api-keys', { method: 'POST',
+		headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': s.csrfToken, 'X-Service-Tenant': %[1]s },
+		body: JSON.stringify({ tenantId: %[1]s, name: 'Bakery till', scopes: ['status:read'], expiresInDays: null }) })).then((r) => r.ok)`, js(bakery)))
+	t.Run("audit log", func(t *testing.T) { auditSteps(t, b, "PSA sync") })
+	t.Run("tenant administrator", func(t *testing.T) { tenantAdminSteps(t, a, acme, "Acme Dental", "PSA sync", "Bakery till") })
+	t.Run("phone and keyboard", func(t *testing.T) { phoneSteps(t, a, jobID) })
 	b.shot("10-api-reference-before")
 	b.click("API reference")
 	b.waitText("Getting started")

@@ -2,16 +2,11 @@ package e2e
 
 import (
 	"bytes"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,18 +20,7 @@ func webhookSteps(t *testing.T, a *appliance, b *browser) {
 	if !a.routeExists(t, "/api/v1/webhooks") {
 		t.Fatal("the appliance serves no /api/v1/webhooks")
 	}
-	var mu sync.Mutex
-	var got [][]byte
-	var sigs []string
-	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		got = append(got, body)
-		sigs = append(sigs, r.Header.Get("X-Service-Signature"))
-		mu.Unlock()
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	defer recv.Close()
+	recv := newReceiver(t)
 
 	b.waitText("No webhooks yet")
 	b.click("New webhook")
@@ -50,15 +34,10 @@ func webhookSteps(t *testing.T, a *appliance, b *browser) {
 	b.waitText("No deliveries yet")
 	b.click("Send test event")
 	b.waitText("Test event queued")
-	waitFor(t, "the test delivery at the receiver", 20*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(got) > 0 })
-	mu.Lock()
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write(got[0])
-	want := "sha256=" + hex.EncodeToString(mac.Sum(nil))
-	if sigs[0] != want || !bytes.Contains(got[0], []byte(`"webhook.test"`)) {
-		t.Errorf("delivery signature %q (want %q), body %s", sigs[0], want, got[0])
+	first := recv.wait(t, 0)
+	if want := sign(secret, first.body); len(first.signatures) != 1 || first.signatures[0] != want || !bytes.Contains(first.body, []byte(`"webhook.test"`)) {
+		t.Errorf("delivery signatures %q (want one, %q), body %s", first.signatures, want, first.body)
 	}
-	mu.Unlock()
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(eval[string](b, `document.body.innerText`), "Delivered") {
 		if time.Now().After(deadline) {
@@ -70,11 +49,13 @@ func webhookSteps(t *testing.T, a *appliance, b *browser) {
 	b.run("open attempts", chromedpClickSelector("details summary"))
 	b.waitText("204")
 	b.shot("09-webhook-delivered")
+	rotateAndReplaySteps(t, b, recv, secret)
 }
 
 // jobSteps watches a backup run's progress update live on its job page,
-// driving the run through the agent API as an agent would.
-func jobSteps(t *testing.T, a *appliance, b *browser) {
+// driving the run through the agent API as an agent would, then sees it
+// fail. It returns the failed job's id.
+func jobSteps(t *testing.T, a *appliance, b *browser) (jobID string) {
 	b.click("Jobs")
 	if !a.routeExists(t, "/api/v1/jobs") || !a.routeExists(t, "/agent/v1/enroll") {
 		t.Fatal("the appliance serves no /api/v1/jobs or /agent/v1/enroll")
@@ -99,8 +80,8 @@ func jobSteps(t *testing.T, a *appliance, b *browser) {
 		AgentVersion: "1.0.0"}, &enrolled)
 	runID := "run_" + strings.Repeat("ab", 16)
 	var started wire.RunStarted
-	agentCall(t, a, enrolled.EndpointID, enrolled.Secret, "/agent/v1/runs",
-		wire.RunStart{RunID: runID, Kind: "backup", Trigger: "schedule", StartedAt: time.Now().UTC()}, &started)
+	run := wire.RunStart{RunID: runID, Kind: "backup", Trigger: "schedule", StartedAt: time.Now().UTC()}
+	agentCall(t, a, enrolled.EndpointID, enrolled.Secret, "/agent/v1/runs", run, &started)
 	agentCall(t, a, enrolled.EndpointID, enrolled.Secret, "/agent/v1/runs/"+runID+"/progress",
 		wire.Progress{Phase: "uploading", Percent: 12, FilesDone: 12, FilesTotal: 100, BytesDone: 1200, BytesTotal: 10000}, nil)
 
@@ -115,7 +96,9 @@ func jobSteps(t *testing.T, a *appliance, b *browser) {
 	if d := time.Since(sent); d > 3*time.Second {
 		t.Errorf("progress 12%% -> 64%% shown %s after the agent reported it: not through the event stream", d.Round(time.Millisecond))
 	}
+	progressBarSteps(t, b)
 	b.shot("10-job-live")
+	failureSteps(t, a, b, enrolled, run, started.JobID)
 
 	// The machine's page: recent runs, rename, revoke with confirmation.
 	b.open("/ui/endpoints/" + enrolled.EndpointID)
@@ -140,6 +123,7 @@ func jobSteps(t *testing.T, a *appliance, b *browser) {
 	if res.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("revoked endpoint: GET /agent/v1/config = %d, want 401", res.StatusCode)
 	}
+	return started.JobID
 }
 
 // agentCall posts JSON to the agent API with the endpoint's credentials.

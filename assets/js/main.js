@@ -34,8 +34,11 @@ const routes = [
   ['/ui/audit', AuditPage, 'Audit log', 'Administration'],
 ];
 
-function match(path) {
-  for (const [pattern, page] of routes) {
+// match finds the page for path; provider-only pages do not exist for a
+// tenant administrator (the API refuses their data anyway).
+function match(path, provider) {
+  for (const [pattern, page, , , providerOnly] of routes) {
+    if (providerOnly && !provider) continue;
     const names = [];
     const re = new RegExp('^' + pattern.replace(/:(\w+)/g, (_, n) => { names.push(n); return '([^/]+)'; }) + '/?$');
     const m = re.exec(path);
@@ -85,8 +88,14 @@ function App() {
     if (!session) return;
     const own = provider ? tenant : '';
     setTenantHeader(own);
-    if (provider) api('GET', '/tenants').then((r) => setTenants(r.items)).catch(() => {});
+    // A tenant administrator gets its own tenant only: pages use the list
+    // to show the tenant's name instead of its id.
+    api('GET', '/tenants').then((r) => setTenants(r.items)).catch(() => {});
   }, [session, provider]);
+  // On a narrow screen the navigation folds behind a menu button; it folds
+  // again after each navigation so the page is what the person sees next.
+  const [menuOpen, setMenuOpen] = useState(false);
+  useEffect(() => setMenuOpen(false), [path]);
 
   const chooseTenant = (id) => {
     sessionStorage.setItem(TENANT_KEY, id);
@@ -99,7 +108,7 @@ function App() {
   if (session === undefined) return html`<p class="boot" role="status">Loading Backstop…</p>`;
   if (session === null) return html`<${SignInPage} notice=${notice} onDone=${signedIn} />`;
 
-  const m = match(path);
+  const m = match(path, provider);
   const signOut = async () => {
     try { await api('DELETE', '/session'); } catch { /* signed out either way */ }
     setCsrf(''); sessionStorage.removeItem(TENANT_KEY); setTenantHeader('');
@@ -119,6 +128,8 @@ function App() {
   const current = (pattern) => (pattern === '/ui/' ? path === '/ui/' || path === '/ui' : path.startsWith(pattern)) ? 'page' : undefined;
   return html`<div class="shell">
     <header class="topbar">
+      <button type="button" class="menu-toggle" aria-controls="main-nav" aria-expanded=${menuOpen ? 'true' : 'false'}
+        onClick=${() => setMenuOpen(!menuOpen)}><span aria-hidden="true">☰</span> Menu</button>
       <${Link} class="brand" href="/ui/"><img src=${document.querySelector('link[rel=icon]').href} alt="" />Backstop<//>
       <span class="spacer"></span>
       ${provider && html`<label for="tenant-switch" class="hide-narrow">Tenant</label>
@@ -129,7 +140,7 @@ function App() {
       <span class="who" title=${session.user.email}>${session.user.email}</span>
       <button type="button" onClick=${signOut}>Sign out</button>
     </header>
-    <nav class="nav" aria-label="Main">
+    <nav id="main-nav" class=${'nav' + (menuOpen ? ' open' : '')} aria-label="Main">
       ${groups.map((g) => html`<div class="group">${g.name}</div>
         ${g.items.map(([p, label]) => html`<${Link} href=${p} aria-current=${current(p)}>${label}<//>`)}`)}
     </nav>

@@ -5,17 +5,21 @@
 import { html, useState, useEffect, useRef, useCallback } from './lib.js';
 import { api, ApiError } from './api.js';
 
-/** Loads path with GET; reloads when deps change. Returns {data, error, loading, reload}. */
+/**
+ * Loads path with GET; reloads when deps change. Returns {data, error,
+ * loading, reload, path}: while a new path loads, data stays the previous
+ * answer and path names the request that answer came from.
+ */
 export function useApi(path, deps = []) {
-  const [state, setState] = useState({ data: null, error: null, loading: true });
+  const [state, setState] = useState({ data: null, error: null, loading: true, path: null });
   const [tick, setTick] = useState(0);
   useEffect(() => {
     if (!path) { setState({ data: null, error: null, loading: false }); return; }
     const ctl = new AbortController();
     setState((s) => ({ ...s, loading: true }));
     api('GET', path, undefined, { signal: ctl.signal })
-      .then((data) => setState({ data, error: null, loading: false }))
-      .catch((error) => { if (error.name !== 'AbortError') setState({ data: null, error, loading: false }); });
+      .then((data) => setState({ data, error: null, loading: false, path }))
+      .catch((error) => { if (error.name !== 'AbortError') setState({ data: null, error, loading: false, path }); });
     return () => ctl.abort();
   }, [path, tick, ...deps]);
   const reload = useCallback(() => setTick((t) => t + 1), []);
@@ -140,18 +144,52 @@ export function Field({ label, error, hint, children, id }) {
   </div>`;
 }
 
-/** A modal dialog on the native <dialog> element: focus stays inside, Esc closes. */
+const focusable = 'a[href], button, input, select, textarea, summary, [tabindex]:not([tabindex="-1"])';
+
+/**
+ * A modal dialog on the native <dialog> element: the page behind is inert,
+ * Tab and Shift+Tab cycle inside the dialog, Esc closes it, and focus goes
+ * back to what had it before.
+ */
 export function Dialog({ title, onClose, children, footer }) {
   const ref = useRef(null);
+  const restore = useRef(() => {});
+  // Closing from the dialog itself (Esc, ✕) hands focus back at once; the
+  // unmount cleanup below covers the callers' own buttons, but Preact may
+  // run it only after the next paint.
+  const close = () => { restore.current(); onClose(); };
   useEffect(() => {
     const d = ref.current;
+    const opener = document.activeElement;
     if (d && !d.open) d.showModal();
-    const cancel = (e) => { e.preventDefault(); onClose(); };
+    restore.current = () => {
+      if (d.open) d.close();
+      if (opener && opener.isConnected && typeof opener.focus === 'function') opener.focus();
+    };
+    const cancel = (e) => { e.preventDefault(); close(); };
+    // A modal dialog makes the page inert, but Tab past its last control
+    // still leaves it (to the document, or the browser's own controls):
+    // wrap around instead.
+    const trap = (e) => {
+      if (e.key !== 'Tab') return;
+      const items = [...d.querySelectorAll(focusable)].filter((el) => !el.disabled && el.getClientRects().length > 0);
+      if (items.length === 0) return;
+      const first = items[0];
+      const last = items[items.length - 1];
+      const inside = d.contains(document.activeElement);
+      if (e.shiftKey && (!inside || document.activeElement === first)) { e.preventDefault(); last.focus(); }
+      else if (!e.shiftKey && (!inside || document.activeElement === last)) { e.preventDefault(); first.focus(); }
+    };
     d.addEventListener('cancel', cancel);
-    return () => { d.removeEventListener('cancel', cancel); if (d.open) d.close(); };
+    d.addEventListener('keydown', trap);
+    return () => {
+      d.removeEventListener('cancel', cancel);
+      d.removeEventListener('keydown', trap);
+      restore.current();
+    };
   }, []);
   return html`<dialog ref=${ref} aria-labelledby="dlg-title">
-    <div class="dlg-head"><h2 id="dlg-title">${title}</h2><button class="link" aria-label="Close" onClick=${onClose}>✕</button></div>
+    <div class="dlg-head"><h2 id="dlg-title">${title}</h2><button class="link" aria-label="Close" onClick=${close}>✕</button></div>
     <div class="dlg-body">${children}</div>
     ${footer && html`<div class="dlg-foot">${footer}</div>`}
   </dialog>`;

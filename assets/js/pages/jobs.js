@@ -99,7 +99,9 @@ function FailurePanel({ f, message }) {
       <dt>Step</dt><dd>${f.step || '—'}</dd><dt>When</dt><dd><${Time} at=${f.occurredAt} seconds /></dd>
       <dt>Retry</dt><dd>${f.retry.state === 'scheduled' ? html`Automatic retry ${f.retry.attempt + 1} of ${f.retry.maxAttempts} at <${Time} at=${f.retry.nextAt} />` : f.retry.state === 'exhausted' ? 'Automatic retries used up' : f.transient ? 'Waiting may help' : 'No automatic retry'}</dd></dl>
     ${f.fixSteps && f.fixSteps.length > 0 && html`<h3>How to fix it</h3><ol class="steps">${f.fixSteps.map((s, i) => html`<li key=${i}>${s}</li>`)}</ol>`}
-    ${f.docsUrl && html`<p><a href=${f.docsUrl} target="_blank" rel="noreferrer noopener">Read more about ${f.code}</a></p>`}
+    ${f.docsUrl && html`<p>${f.docsUrl.startsWith('/ui/')
+      ? html`<${Link} href=${f.docsUrl}>Read more about ${f.code}<//>`
+      : html`<a href=${f.docsUrl} target="_blank" rel="noreferrer noopener">Read more about ${f.code}</a>`}</p>`}
     ${f.details && html`<details><summary class="small muted">Technical details for a support case</summary><pre class="code">${f.details}</pre></details>`}
   </div>`;
 }

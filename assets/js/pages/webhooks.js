@@ -73,7 +73,7 @@ function Deliveries({ id, tick }) {
     <${Loaded} state=${list} what="Deliveries">${(d) => d.items.length === 0
       ? html`<${Empty} title="No deliveries yet">Send a test event to check that your receiver answers 2xx.<//>`
       : html`<div class="table-wrap"><table><thead><tr><th>Event</th><th>State</th><th>Created</th><th>Attempts</th><th><span class="sr-only">Actions</span></th></tr></thead><tbody>
-        ${d.items.map((dl) => html`<tr key=${dl.id}>
+        ${d.items.map((dl) => html`<tr key=${dl.id} data-delivery=${dl.id}>
           <td><code>${dl.event}</code><div class="small muted mono">${dl.id}</div></td>
           <td><${StateBadge} value=${dl.state} />${dl.nextAttemptAt && html`<div class="small muted">next <${Time} at=${dl.nextAttemptAt} /></div>`}</td>
           <td><${Time} at=${dl.createdAt} seconds /></td>
