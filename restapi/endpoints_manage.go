@@ -83,6 +83,7 @@ func (s *Server) createEndpoint(ctx context.Context, in *createEndpointInput) (*
 	if _, err := s.Tenants.Tenant(ctx, b.TenantID); err != nil {
 		return nil, app.FieldError("body.tenantId", "no such tenant")
 	}
+	actedFor(ctx, b.TenantID)
 	now := s.now()
 	e := &app.Endpoint{ID: app.NewID(app.PrefixEndpoint), TenantID: b.TenantID, Profile: b.Profile,
 		Status: app.EndpointActive, Schedule: app.DefaultEndpointSchedule, CreatedAt: now}
@@ -155,5 +156,6 @@ func (s *Server) manageableEndpoint(ctx context.Context, id string) error {
 	if p := principalFrom(ctx); !canManageTenant(p, e.TenantID) || (p.tenantID != "" && p.tenantID != e.TenantID) {
 		return app.NotFound("endpoint")
 	}
+	actedFor(ctx, e.TenantID)
 	return nil
 }

@@ -85,6 +85,7 @@ func (s *Server) visibleJob(ctx context.Context, id string) (*app.Job, error) {
 	if p := principalFrom(ctx); p.tenantID != "" && j.TenantID != p.tenantID {
 		return nil, app.NotFound("job")
 	}
+	actedFor(ctx, j.TenantID)
 	return j, nil
 }
 

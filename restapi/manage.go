@@ -53,6 +53,7 @@ func (s *Server) createTenant(ctx context.Context, in *createTenantInput) (*tena
 	if err := s.Tenants.CreateTenant(ctx, t); err != nil {
 		return nil, err
 	}
+	actedFor(ctx, t.ID)
 	return &tenantOutput{Body: t}, nil
 }
 
@@ -144,6 +145,7 @@ func (s *Server) createKey(ctx context.Context, in *createKeyInput) (*createKeyO
 	if err := s.Keys.CreateKey(ctx, k); err != nil {
 		return nil, err
 	}
+	actedFor(ctx, k.TenantID)
 	return &createKeyOutput{Body: createdKey{APIKey: k, Value: value}}, nil
 }
 
@@ -162,6 +164,7 @@ func (s *Server) revokeKey(ctx context.Context, in *idInput) (*keyOutput, error)
 	if (k.Provider && !p.provider) || (!k.Provider && !canManageTenant(p, k.TenantID)) {
 		return nil, app.NotFound("API key")
 	}
+	actedFor(ctx, k.TenantID)
 	if err := s.Keys.RevokeKey(ctx, k.ID, s.now()); err != nil {
 		return nil, err
 	}
@@ -195,6 +198,7 @@ func (s *Server) createEnrollmentToken(ctx context.Context, in *enrollmentInput)
 	if _, err := s.Tenants.Tenant(ctx, in.Body.TenantID); err != nil {
 		return nil, app.FieldError("tenantId", "no such tenant")
 	}
+	actedFor(ctx, in.Body.TenantID)
 	value, t := app.NewEnrollmentToken(in.Body.TenantID, in.Body.Profile, s.now())
 	if err := s.Enrollment.CreateEnrollmentToken(ctx, t); err != nil {
 		return nil, err

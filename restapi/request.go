@@ -23,6 +23,18 @@ type requestState struct {
 	principal *principal
 	action    string // operation id; set for audited operations
 	base      string // scheme://host this request reached, for links
+	// actedFor is the tenant the request turned out to act for, when the
+	// caller acts across tenants (a provider without X-Service-Tenant) and
+	// the resource names one; the audit row records it.
+	actedFor string
+}
+
+// actedFor records, for the audit row, the tenant a cross-tenant caller
+// acted for: the tenant of the one resource it read or changed.
+func actedFor(ctx context.Context, tenantID string) {
+	if st := stateFrom(ctx); st.principal != nil && st.principal.tenantID == "" {
+		st.actedFor = tenantID
+	}
 }
 
 type stateKey struct{}
@@ -184,8 +196,12 @@ func (w *auditingWriter) Flush() {
 
 func (s *Server) writeAudit(r *http.Request, st *requestState, status int) error {
 	p := st.principal
+	tenant := p.tenantID
+	if tenant == "" {
+		tenant = st.actedFor
+	}
 	e := &app.AuditEntry{
-		At: app.At(s.opts.Now()), TenantID: p.tenantID, Action: st.action, Target: r.URL.Path, Status: status,
+		At: app.At(s.opts.Now()), TenantID: tenant, Action: st.action, Target: r.URL.Path, Status: status,
 		IP: st.ip, UserAgent: truncate(r.UserAgent(), 512), RequestID: st.id,
 	}
 	e.ActorType, e.ActorID, e.ActorName = p.actor()

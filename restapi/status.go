@@ -2,6 +2,7 @@ package restapi
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"backstop/app"
@@ -120,7 +121,8 @@ func (s *Server) getVersion(ctx context.Context, _ *struct{}) (*versionOutput, e
 }
 
 type listEndpointsInput struct {
-	Profile string `query:"profile" enum:"server,client" doc:"Only servers or only clients."`
+	Profile        string `query:"profile" enum:"server,client" doc:"Only servers or only clients."`
+	NeedsAttention bool   `query:"needsAttention" doc:"Only machines whose attention is set (not revoked ones)."`
 }
 
 type endpointsOutput struct{ Body endpointsOutputBody }
@@ -130,6 +132,9 @@ func (s *Server) listEndpoints(ctx context.Context, in *listEndpointsInput) (*en
 	views, err := s.endpointViews(ctx, app.EndpointFilter{TenantID: p.tenantID, Profile: in.Profile}, s.now())
 	if err != nil {
 		return nil, err
+	}
+	if in.NeedsAttention {
+		views = slices.DeleteFunc(views, func(v app.EndpointView) bool { return v.Attention == nil })
 	}
 	return &endpointsOutput{Body: endpointsOutputBody{Items: views, Total: len(views)}}, nil
 }
@@ -169,5 +174,6 @@ func (s *Server) getEndpoint(ctx context.Context, in *idInput) (*endpointOutput,
 	if p := principalFrom(ctx); p.tenantID != "" && e.TenantID != p.tenantID {
 		return nil, app.NotFound("endpoint")
 	}
+	actedFor(ctx, e.TenantID)
 	return &endpointOutput{Body: e.View(s.now(), s.opts.Rules)}, nil
 }

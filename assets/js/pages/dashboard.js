@@ -36,7 +36,7 @@ function StoragePanel({ s }) {
 }
 
 function Attention({ status }) {
-  const eps = useApi(status.endpoints.needingAttention > 0 ? '/endpoints' : null);
+  const eps = useApi(status.endpoints.needingAttention > 0 ? '/endpoints?needsAttention=true' : null);
   const items = [];
   if (status.storage.state !== 'ok') items.push({ key: 'storage', tone: 'red', label: 'Storage ' + status.storage.state, text: 'Backups cannot be written safely until storage recovers.' });
   if (status.jobs.failed24h > 0) items.push({ key: 'jobs', tone: 'red', label: `${status.jobs.failed24h} failed job${status.jobs.failed24h === 1 ? '' : 's'}`, text: html`In the last 24 hours. <${Link} href="/ui/jobs?state=failed">See the causes<//>` });

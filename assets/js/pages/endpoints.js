@@ -107,13 +107,12 @@ export function EndpointsPage({ ctx }) {
 }
 
 function RecentRuns({ id }) {
-  // The jobs list has no target filter: read this machine's kinds of job,
-  // newest first, and keep the ones for this machine.
-  const runs = useApi('/jobs' + qs({ queue: 'endpoint_backup', limit: 200 }));
+  // Every job on this machine: backups, restores and verify runs, newest first.
+  const runs = useApi('/jobs' + qs({ targetId: id, limit: 20 }));
   if (runs.error && runs.error.unavailable) return html`<p class="muted">Run history is not available on this appliance yet.</p>`;
   if (runs.error) return html`<${ErrorNote} error=${runs.error} />`;
   if (!runs.data) return html`<p class="muted">Loading runs…</p>`;
-  const items = runs.data.items.filter((j) => j.target && j.target.id === id).slice(0, 20);
+  const items = runs.data.items;
   if (items.length === 0) return html`<p class="muted">No runs yet. The first scheduled backup runs after the agent enrolls.</p>`;
   return html`<div class="table-wrap"><table><thead><tr><th>Run</th><th>State</th><th>Started</th><th>Duration</th></tr></thead><tbody>
     ${items.map((j) => html`<tr key=${j.id}><td><${Link} href=${'/ui/jobs/' + encodeURIComponent(j.id)}>${word(j.queue)}<//></td><td><${StateBadge} value=${j.state} /></td><td><${Time} at=${j.startedAt || j.queuedAt} /></td><td>${duration(j.durationMs)}</td></tr>`)}
