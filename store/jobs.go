@@ -93,25 +93,8 @@ func (db *DB) Jobs(ctx context.Context, f app.JobFilter) ([]*app.Job, error) {
 	return db.queryJobs(ctx, db.read, q+" ORDER BY queued_at DESC, id DESC LIMIT ?", append(args, f.Limit)...)
 }
 
-type jobsQuerier interface {
-	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
-}
-
-func (db *DB) queryJobs(ctx context.Context, qr jobsQuerier, q string, args ...any) ([]*app.Job, error) {
-	rows, err := qr.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*app.Job
-	for rows.Next() {
-		j, err := scanJob(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, j)
-	}
-	return out, rows.Err()
+func (db *DB) queryJobs(ctx context.Context, qr querier, q string, args ...any) ([]*app.Job, error) {
+	return queryRows(ctx, qr, scanJob, q, args...)
 }
 
 // ClaimJobs moves due queued local jobs of a queue to running, oldest first.

@@ -49,20 +49,7 @@ func (db *DB) Keys(ctx context.Context, f app.KeyFilter) ([]*app.APIKey, error) 
 			q, args = q+" WHERE tenant_id = ?", append(args, *f.TenantID)
 		}
 	}
-	rows, err := db.read.QueryContext(ctx, q+" ORDER BY id DESC", args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*app.APIKey
-	for rows.Next() {
-		k, err := scanKey(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, k)
-	}
-	return out, rows.Err()
+	return queryRows(ctx, db.read, scanKey, q+" ORDER BY id DESC", args...)
 }
 
 // RevokeKey revokes the key; a second revocation keeps the first time.

@@ -210,6 +210,29 @@ func (db *DB) migrate(ctx context.Context) error {
 	return nil
 }
 
+// querier is a *sql.DB or a *sql.Tx.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// queryRows runs q and returns every row converted by scan.
+func queryRows[T any](ctx context.Context, qr querier, scan func(scanner) (T, error), q string, args ...any) ([]T, error) {
+	rows, err := qr.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
 // convertError turns driver errors into app errors by SQLite result code.
 func convertError(err error) error {
 	var se *sqlite.Error

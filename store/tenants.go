@@ -28,34 +28,24 @@ func (db *DB) CreateTenant(ctx context.Context, t *app.Tenant) error {
 
 // Tenant returns the tenant with the id, or a not-found error.
 func (db *DB) Tenant(ctx context.Context, id string) (*app.Tenant, error) {
-	var t app.Tenant
-	var at int64
-	err := db.read.QueryRowContext(ctx, "SELECT id, name, created_at FROM tenants WHERE id = ?", id).Scan(&t.ID, &t.Name, &at)
+	t, err := scanTenant(db.read.QueryRowContext(ctx, "SELECT id, name, created_at FROM tenants WHERE id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, app.NotFound("tenant")
-	} else if err != nil {
-		return nil, err
 	}
-	t.CreatedAt = app.At(msTime(at))
-	return &t, nil
+	return t, err
 }
 
 // Tenants lists every tenant in creation order.
 func (db *DB) Tenants(ctx context.Context) ([]*app.Tenant, error) {
-	rows, err := db.read.QueryContext(ctx, "SELECT id, name, created_at FROM tenants ORDER BY id")
-	if err != nil {
+	return queryRows(ctx, db.read, scanTenant, "SELECT id, name, created_at FROM tenants ORDER BY id")
+}
+
+func scanTenant(s scanner) (*app.Tenant, error) {
+	var t app.Tenant
+	var at int64
+	if err := s.Scan(&t.ID, &t.Name, &at); err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []*app.Tenant
-	for rows.Next() {
-		var t app.Tenant
-		var at int64
-		if err := rows.Scan(&t.ID, &t.Name, &at); err != nil {
-			return nil, err
-		}
-		t.CreatedAt = app.At(msTime(at))
-		out = append(out, &t)
-	}
-	return out, rows.Err()
+	t.CreatedAt = app.At(msTime(at))
+	return &t, nil
 }

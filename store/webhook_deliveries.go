@@ -63,20 +63,7 @@ func (db *DB) FanOut(ctx context.Context, events []*app.StoredEvent) (int, error
 }
 
 func enabledWebhooks(ctx context.Context, tx *sql.Tx, tenantID string) ([]*app.Webhook, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT `+webhookColumns+` FROM webhooks WHERE tenant_id = ? AND enabled = 1`, tenantID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*app.Webhook
-	for rows.Next() {
-		w, err := scanWebhook(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, w)
-	}
-	return out, rows.Err()
+	return queryRows(ctx, tx, scanWebhook, `SELECT `+webhookColumns+` FROM webhooks WHERE tenant_id = ? AND enabled = 1`, tenantID)
 }
 
 // EnqueueTestEvent stores the test event, already dispatched, with one

@@ -53,20 +53,7 @@ func (db *DB) Webhooks(ctx context.Context, f app.WebhookFilter) ([]*app.Webhook
 	if f.Limit <= 0 {
 		f.Limit = 100
 	}
-	rows, err := db.read.QueryContext(ctx, q+" ORDER BY id LIMIT ?", append(args, f.Limit)...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*app.Webhook
-	for rows.Next() {
-		w, err := scanWebhook(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, w)
-	}
-	return out, rows.Err()
+	return queryRows(ctx, db.read, scanWebhook, q+" ORDER BY id LIMIT ?", append(args, f.Limit)...)
 }
 
 // UpdateWebhook reads the webhook, applies fn and writes it back in one
