@@ -236,3 +236,16 @@ func TestWebhookBadTargets(t *testing.T) {
 	json.Unmarshal(r.body, &w)
 	check(t, loose.do("PATCH", "/api/v1/webhooks/"+w.ID, `{"url":"https://[fd00:ec2::254]/"}`, bearer(key)...), 422, app.EWEBHOOKREFUSED)
 }
+
+// A tenant's webhooks are bounded; the limit is per tenant.
+func TestWebhookLimitPerTenant(t *testing.T) {
+	h, _ := webhookHarness(t, true)
+	keyA, _ := h.key(h.tenantA.ID, app.ScopeWebhooksManage)
+	keyB, _ := h.key(h.tenantB.ID, app.ScopeWebhooksManage)
+	body := `{"url":"http://127.0.0.1:9/hook","events":["job.failed"]}`
+	for i := 0; i < webhooks.MaxWebhooksPerTenant; i++ {
+		check(t, h.do("POST", "/api/v1/webhooks", body, bearer(keyA)...), 201, "")
+	}
+	check(t, h.do("POST", "/api/v1/webhooks", body, bearer(keyA)...), 422, app.EINVALID, "at most")
+	check(t, h.do("POST", "/api/v1/webhooks", body, bearer(keyB)...), 201, "")
+}

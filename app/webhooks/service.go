@@ -64,8 +64,13 @@ func validDescription(d string) (string, error) {
 	return d, nil
 }
 
+// MaxWebhooksPerTenant bounds a tenant's webhooks: every event is signed and
+// delivered once per webhook, so the count multiplies the delivery work.
+const MaxWebhooksPerTenant = 25
+
 // CreateWebhook validates w, assigns its id and secret and stores it.
-// w.TenantID must be set; w.Enabled is stored as given.
+// w.TenantID must be set; w.Enabled is stored as given. A tenant with
+// MaxWebhooksPerTenant webhooks gets a validation error.
 func (s *Service) CreateWebhook(ctx context.Context, w *app.Webhook) (string, error) {
 	var err error
 	if w.Events, err = validEvents(w.Events); err != nil {
@@ -76,6 +81,13 @@ func (s *Service) CreateWebhook(ctx context.Context, w *app.Webhook) (string, er
 	}
 	if w.URL, err = s.Guard.ValidateURL(ctx, w.URL); err != nil {
 		return "", err
+	}
+	existing, err := s.Store.Webhooks(ctx, app.WebhookFilter{TenantID: w.TenantID, Limit: MaxWebhooksPerTenant})
+	if err != nil {
+		return "", err
+	}
+	if len(existing) >= MaxWebhooksPerTenant {
+		return "", app.Errorf(app.EINVALID, "a tenant can have at most %d webhooks; delete one first", MaxWebhooksPerTenant)
 	}
 	secret := NewSecret()
 	w.ID = app.NewID(app.PrefixWebhook)
