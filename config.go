@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 
@@ -51,7 +52,18 @@ func loadConfig(file, dataDir string, getenv func(string) string) (app.Config, e
 	if err != nil {
 		return cfg, fmt.Errorf("config: %s", strings.ReplaceAll(err.Error(), "\n", " "))
 	}
-	return cfg, cfg.Validate()
+	if err := cfg.Validate(); err != nil {
+		return cfg, err
+	}
+	// Everything below the data directory is named by absolute paths, so
+	// that tools run in another working directory (restic restoring into a
+	// temporary directory) find the same files.
+	abs, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return cfg, fmt.Errorf("config: data_dir: %w", err)
+	}
+	cfg.DataDir = abs
+	return cfg, nil
 }
 
 // flatten lists every leaf key of the config (dotted mapstructure names)

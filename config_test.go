@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -16,7 +17,11 @@ func TestConfigExampleMatchesDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := app.DefaultConfig(); !reflect.DeepEqual(normalize(got), normalize(want)) {
+	want := app.DefaultConfig()
+	if want.DataDir, err = filepath.Abs(want.DataDir); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(normalize(got), normalize(want)) {
 		t.Errorf("config.example.yaml differs from DefaultConfig():\n got %+v\nwant %+v", got, want)
 	}
 	body, err := os.ReadFile("config.example.yaml")
@@ -51,6 +56,11 @@ func TestConfigEnvironmentOverridesAndErrors(t *testing.T) {
 	}
 	if !cfg.Webhook.AllowPrivate || cfg.Endpoints.SilentAfter.Client.Hours() != 24 || len(cfg.API.TrustedProxies) != 2 {
 		t.Errorf("environment not applied: %+v", cfg)
+	}
+	// A relative data_dir is made absolute: verify runs start restic in a
+	// temporary directory and must still find the repository's password file.
+	if !filepath.IsAbs(cfg.DataDir) {
+		t.Errorf("data_dir %q is not absolute", cfg.DataDir)
 	}
 	for name, tc := range map[string]struct{ key, value, want string }{
 		"edition":  {"SERVICE_EDITION", "gold", "config: edition:"},
