@@ -51,7 +51,7 @@ func phoneSteps(t *testing.T, a *appliance, jobID string) {
 	b.setSession(cookie)
 	for _, p := range []struct{ path, wait, shot string }{
 		{"/ui/", "Needs attention first", "16-phone-dashboard"},
-		{"/ui/endpoints", "machines", "16-phone-endpoints"},
+		{"/ui/endpoints", "machine", "16-phone-endpoints"},
 		{"/ui/jobs/" + jobID, "Why it failed", "16-phone-job"},
 	} {
 		b.open(p.path)

@@ -97,7 +97,7 @@ export function EndpointsPage({ ctx }) {
         </tr>`)}
       </tbody></table></div>`}
       <div class="pager" aria-live="polite">
-        <span>${filtered.length === d.total ? `${d.total} machines` : `${filtered.length} of ${d.total} machines`}</span><span class="spacer"></span>
+        <span>${filtered.length === d.total ? '' : `${filtered.length} of `}${d.total} ${d.total === 1 ? 'machine' : 'machines'}</span><span class="spacer"></span>
         ${pages > 1 && html`<button class="small" disabled=${page === 0} onClick=${() => setPage(page - 1)}>Previous</button>
           <span>Page ${page + 1} of ${pages}</span>
           <button class="small" disabled=${page >= pages - 1} onClick=${() => setPage(page + 1)}>Next</button>`}
