@@ -50,8 +50,11 @@ type auditRow struct {
 // returns its rows.
 func auditRows(b *browser, match string) []auditRow {
 	b.t.Helper()
+	// The tenant column shows a tenant's id until the tenant list (loaded
+	// beside the audit answer) names it: wait for the names too.
 	b.waitTrue("the audit answer for "+match, fmt.Sprintf(`(() => { const w = document.querySelector('[data-loaded]');
 		if (!w || w.getAttribute('aria-busy') !== 'false') return false;
+		if ([...w.querySelectorAll('tbody > tr')].some((tr) => tr.children[3].innerText.startsWith('tn_'))) return false;
 		const p = decodeURIComponent(w.dataset.loaded); return %s; })()`, match))
 	return eval[[]auditRow](b, `[...document.querySelectorAll('[data-loaded] > table > tbody > tr')].map((tr) => {
 		const t = tr.querySelector('time');

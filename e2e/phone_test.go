@@ -78,14 +78,14 @@ func phoneSteps(t *testing.T, a *appliance, jobID string) {
 	noOverflow(t, b, "menu")
 	b.shot("16-phone-menu")
 	b.click("Servers & clients")
-	b.waitText("machines")
+	b.waitText("machine")
 	if loc := eval[string](b, `location.pathname`); loc != "/ui/endpoints" || eval[bool](b, navShown) {
 		t.Fatalf("after choosing a page from the menu: at %s, menu still open %v", loc, eval[bool](b, navShown))
 	}
 
 	// Keyboard only, from the top of the page.
 	b.open("/ui/endpoints")
-	b.waitText("machines")
+	b.waitText("machine")
 	b.press(kb.Tab)
 	f := eval[focused](b, focusedJS)
 	if f.Text != "☰ Menu" || !f.Visible {
