@@ -25,6 +25,7 @@ import (
 	"backstop/app"
 	"backstop/assets"
 	"backstop/store"
+	"backstop/store/storetest"
 )
 
 // installAppliance is a real appliance on 127.0.0.1 serving /agent/v1 and
@@ -48,20 +49,11 @@ type scriptRun struct {
 
 func newInstallAppliance(t *testing.T, executable string) *installAppliance {
 	t.Helper()
-	ctx := context.Background()
 	a := &installAppliance{dataDir: t.TempDir()}
 	a.tamper.Store("")
-	db, err := store.Open(ctx, filepath.Join(a.dataDir, "backstop.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := storetest.Open(t, a.dataDir)
 	a.db = db
-	tn := &app.Tenant{Name: "Acme"}
-	if err := db.CreateTenant(ctx, tn); err != nil {
-		t.Fatal(err)
-	}
-	a.tenant = tn.ID
+	a.tenant = storetest.Tenant(t, db, "Acme")
 	install := &agentapi.Install{DataDir: a.dataDir, Executable: executable, Script: assets.AgentInstallScript}
 	mux := http.NewServeMux()
 	mux.Handle("/agent/v1/", agentapi.New(agentapi.Services{Endpoints: db, Enrollment: db, Agents: db, Jobs: db},

@@ -25,6 +25,7 @@ import (
 	"backstop/app/jobs"
 	"backstop/assets"
 	"backstop/store"
+	"backstop/store/storetest"
 )
 
 // requireRestic returns the real restic binary. Under CI it must exist.
@@ -55,19 +56,10 @@ type appliance struct {
 
 func newAppliance(t *testing.T) *appliance {
 	t.Helper()
-	ctx := context.Background()
 	a := &appliance{dataDir: t.TempDir()}
-	db, err := store.Open(ctx, filepath.Join(a.dataDir, "backstop.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := storetest.Open(t, a.dataDir)
 	a.db = db
-	tn := &app.Tenant{Name: "Acme"}
-	if err := db.CreateTenant(ctx, tn); err != nil {
-		t.Fatal(err)
-	}
-	a.tenant = tn.ID
+	a.tenant = storetest.Tenant(t, db, "Acme")
 	a.runner = jobs.New(jobs.Config{Store: db})
 	for _, k := range agentapi.JobKinds(db, db) {
 		a.runner.Register(k)

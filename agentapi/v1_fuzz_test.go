@@ -6,14 +6,13 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"backstop/agentapi"
 	"backstop/agentapi/wire"
 	"backstop/app"
-	"backstop/store"
+	"backstop/store/storetest"
 )
 
 // FuzzAgentRequests sends arbitrary bodies to every /agent/v1 operation an
@@ -24,20 +23,13 @@ import (
 func FuzzAgentRequests(f *testing.F) {
 	ctx := context.Background()
 	dir := f.TempDir()
-	db, err := store.Open(ctx, filepath.Join(dir, "backstop.db"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { db.Close() })
-	tn := &app.Tenant{Name: "Fuzz"}
-	if err := db.CreateTenant(ctx, tn); err != nil {
-		f.Fatal(err)
-	}
+	db := storetest.Open(f, dir)
+	tenant := storetest.Tenant(f, db, "Fuzz")
 	srv := httptest.NewServer(agentapi.New(agentapi.Services{Endpoints: db, Enrollment: db, Agents: db, Jobs: db},
 		agentapi.Options{DataDir: dir}))
 	f.Cleanup(srv.Close)
 
-	value, tok := app.NewEnrollmentToken(tn.ID, app.ProfileServer, time.Now())
+	value, tok := app.NewEnrollmentToken(tenant, app.ProfileServer, time.Now())
 	if err := db.CreateEnrollmentToken(ctx, tok); err != nil {
 		f.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"backstop/app"
 	"backstop/store"
+	"backstop/store/storetest"
 )
 
 // testEnv is the real thing on loopback: a SQLite database with a tenant
@@ -35,16 +36,8 @@ type testEnv struct {
 
 func newTestEnv(t testing.TB, opt Options) *testEnv {
 	t.Helper()
-	ctx := context.Background()
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "backstop.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	tn := &app.Tenant{Name: "Acme"}
-	if err := db.CreateTenant(ctx, tn); err != nil {
-		t.Fatal(err)
-	}
+	db := storetest.Open(t, "")
+	tenant := storetest.Tenant(t, db, "Acme")
 	opt.Dir = filepath.Join(t.TempDir(), "agent", "restic")
 	opt.Auth = EndpointAuthenticator{Endpoints: db}
 	h, err := New(opt)
@@ -53,7 +46,7 @@ func newTestEnv(t testing.TB, opt Options) *testEnv {
 	}
 	srv := httptest.NewServer(h.Route(http.NotFoundHandler())) // listens on 127.0.0.1
 	t.Cleanup(srv.Close)
-	return &testEnv{t: t, db: db, tenant: tn.ID, h: h, srv: srv, dir: opt.Dir}
+	return &testEnv{t: t, db: db, tenant: tenant, h: h, srv: srv, dir: opt.Dir}
 }
 
 // endpoint creates an active endpoint and returns its id and secret.

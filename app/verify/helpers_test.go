@@ -18,6 +18,7 @@ import (
 	"backstop/app/jobs"
 	"backstop/app/verify"
 	"backstop/store"
+	"backstop/store/storetest"
 )
 
 // requireRestic returns the real restic binary. Under CI it must exist.
@@ -58,17 +59,9 @@ func newApplianceVerifyingWith(t *testing.T, verifyRestic string) *appliance {
 	if verifyRestic == "" {
 		verifyRestic = a.restic
 	}
-	db, err := store.Open(ctx, filepath.Join(a.dataDir, "backstop.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := storetest.Open(t, a.dataDir)
 	a.db = db
-	tn := &app.Tenant{Name: "Acme"}
-	if err := db.CreateTenant(ctx, tn); err != nil {
-		t.Fatal(err)
-	}
-	a.tenant = tn.ID
+	a.tenant = storetest.Tenant(t, db, "Acme")
 	v := verify.New(verify.Config{Restic: verifyRestic, TempDir: a.tempDir(), Locate: a.locate,
 		Endpoints: db, Samples: db, Reports: db, Logger: slog.New(slog.DiscardHandler)})
 	a.runner = jobs.New(jobs.Config{Store: db, Schedules: db})

@@ -2,14 +2,13 @@ package verify_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"backstop/app"
 	"backstop/app/jobs"
 	"backstop/app/verify"
-	"backstop/store"
+	"backstop/store/storetest"
 )
 
 func TestDefaultScheduleIsDailyAndSpread(t *testing.T) {
@@ -35,17 +34,10 @@ func TestDefaultScheduleIsDailyAndSpread(t *testing.T) {
 // second sync changes nothing.
 func TestSyncSchedules(t *testing.T) {
 	ctx := context.Background()
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "backstop.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	tn := &app.Tenant{Name: "Acme"}
-	if err := db.CreateTenant(ctx, tn); err != nil {
-		t.Fatal(err)
-	}
+	db := storetest.Open(t, "")
+	tenant := storetest.Tenant(t, db, "Acme")
 	mk := func(status, snapshot string) *app.Endpoint {
-		e := &app.Endpoint{TenantID: tn.ID, Hostname: "h", Profile: app.ProfileServer, Status: status, LastSnapshotID: snapshot}
+		e := &app.Endpoint{TenantID: tenant, Hostname: "h", Profile: app.ProfileServer, Status: status, LastSnapshotID: snapshot}
 		if err := db.CreateEndpoint(ctx, e); err != nil {
 			t.Fatal(err)
 		}
@@ -53,11 +45,11 @@ func TestSyncSchedules(t *testing.T) {
 	}
 	backedUp, fresh, revoked := mk(app.EndpointActive, "snap1"), mk(app.EndpointActive, ""), mk(app.EndpointRevoked, "snap2")
 	custom := mk(app.EndpointActive, "snap3")
-	if err := db.SaveJobSchedule(ctx, &app.JobSchedule{TenantID: tn.ID, Action: app.ActionVerify, TargetType: app.TargetEndpoint,
+	if err := db.SaveJobSchedule(ctx, &app.JobSchedule{TenantID: tenant, Action: app.ActionVerify, TargetType: app.TargetEndpoint,
 		TargetID: custom.ID, Spec: "@every 6h", Enabled: true}); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.SaveJobSchedule(ctx, &app.JobSchedule{TenantID: tn.ID, Action: app.ActionVerify, TargetType: app.TargetEndpoint,
+	if err := db.SaveJobSchedule(ctx, &app.JobSchedule{TenantID: tenant, Action: app.ActionVerify, TargetType: app.TargetEndpoint,
 		TargetID: revoked.ID, Spec: "0 5 * * *", Enabled: true}); err != nil {
 		t.Fatal(err)
 	}
