@@ -67,6 +67,8 @@ func (k *APIKey) Usable(now time.Time) bool {
 // KeyFilter selects keys for listing.
 type KeyFilter struct {
 	TenantID *string // nil: all; pointer to "" selects provider keys only
+	BeforeID string  // cursor: keys with a smaller id (the list is newest first)
+	Limit    int     // 0 means no limit
 }
 
 // KeyService stores API keys.

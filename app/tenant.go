@@ -13,7 +13,14 @@ type Tenant struct {
 type TenantService interface {
 	CreateTenant(ctx context.Context, t *Tenant) error
 	Tenant(ctx context.Context, id string) (*Tenant, error)
-	Tenants(ctx context.Context) ([]*Tenant, error)
+	// Tenants lists tenants in creation (id) order.
+	Tenants(ctx context.Context, f TenantFilter) ([]*Tenant, error)
+}
+
+// TenantFilter pages the tenant list.
+type TenantFilter struct {
+	AfterID string // cursor: tenants with a greater id
+	Limit   int    // 0 means no limit
 }
 
 // ValidateTenantName checks a tenant name as typed by an administrator.

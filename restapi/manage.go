@@ -12,29 +12,52 @@ import (
 
 // Management operations for the web interface (session only).
 
+// pageInput is the paging of CONTRACT §2: limit (default 100, max 1000) and
+// the opaque cursor of the previous page's nextCursor.
+type pageInput struct {
+	Limit  int    `query:"limit" minimum:"1" maximum:"1000" default:"100"`
+	Cursor string `query:"cursor" maxLength:"64" doc:"nextCursor of the previous page."`
+}
+
+// nextCursor is the cursor after a page of n items whose last id is last,
+// or nil when the page was not full (nothing follows).
+func nextCursor(n, limit int, last string) *string {
+	if n < limit || n == 0 {
+		return nil
+	}
+	return &last
+}
+
 type tenantsOutput struct {
 	Body struct {
-		Items []*app.Tenant `json:"items"`
+		Items      []*app.Tenant `json:"items" doc:"In creation order."`
+		NextCursor *string       `json:"nextCursor"`
 	}
 }
 
-// visibleTenants is every tenant for a provider administrator, else its own.
-func (s *Server) visibleTenants(ctx context.Context, p *principal) ([]*app.Tenant, error) {
-	if p.provider {
-		return s.Tenants.Tenants(ctx)
+func (s *Server) listTenants(ctx context.Context, in *pageInput) (*tenantsOutput, error) {
+	p := principalFrom(ctx)
+	out := &tenantsOutput{}
+	if !p.provider {
+		t, err := s.Tenants.Tenant(ctx, p.user.TenantID)
+		if err != nil {
+			return nil, err
+		}
+		out.Body.Items = []*app.Tenant{t}
+		return out, nil
 	}
-	t, err := s.Tenants.Tenant(ctx, p.user.TenantID)
+	if in.Cursor != "" && !app.HasPrefix(in.Cursor, app.PrefixTenant) {
+		return nil, app.FieldError("query.cursor", "cursor is not one this server gave out")
+	}
+	ts, err := s.Tenants.Tenants(ctx, app.TenantFilter{AfterID: in.Cursor, Limit: in.Limit})
 	if err != nil {
 		return nil, err
 	}
-	return []*app.Tenant{t}, nil
-}
-
-func (s *Server) listTenants(ctx context.Context, _ *struct{}) (*tenantsOutput, error) {
-	ts, err := s.visibleTenants(ctx, principalFrom(ctx))
-	out := &tenantsOutput{}
 	out.Body.Items = nonNilSlice(ts)
-	return out, err
+	if len(ts) > 0 {
+		out.Body.NextCursor = nextCursor(len(ts), in.Limit, ts[len(ts)-1].ID)
+	}
+	return out, nil
 }
 
 type createTenantInput struct {
@@ -66,22 +89,32 @@ func canManageTenant(p *principal, tenantID string) bool {
 
 type keysOutput struct {
 	Body struct {
-		Items []*app.APIKey `json:"items"`
+		Items      []*app.APIKey `json:"items" doc:"Newest first; revoked keys stay listed."`
+		NextCursor *string       `json:"nextCursor"`
 	}
 }
 
-func (s *Server) listKeys(ctx context.Context, _ *struct{}) (*keysOutput, error) {
+func (s *Server) listKeys(ctx context.Context, in *pageInput) (*keysOutput, error) {
 	p := principalFrom(ctx)
-	f := app.KeyFilter{}
+	if in.Cursor != "" && !app.HasPrefix(in.Cursor, app.PrefixKey) {
+		return nil, app.FieldError("query.cursor", "cursor is not one this server gave out")
+	}
+	f := app.KeyFilter{BeforeID: in.Cursor, Limit: in.Limit}
 	if !p.provider {
 		f.TenantID = &p.user.TenantID
 	} else if p.tenantID != "" {
 		f.TenantID = &p.tenantID
 	}
 	keys, err := s.Keys.Keys(ctx, f)
+	if err != nil {
+		return nil, err
+	}
 	out := &keysOutput{}
 	out.Body.Items = nonNilSlice(keys)
-	return out, err
+	if len(keys) > 0 {
+		out.Body.NextCursor = nextCursor(len(keys), in.Limit, keys[len(keys)-1].ID)
+	}
+	return out, nil
 }
 
 type createKeyInput struct {

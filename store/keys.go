@@ -41,15 +41,22 @@ func (db *DB) Key(ctx context.Context, id string) (*app.APIKey, error) {
 
 // Keys lists keys, newest first.
 func (db *DB) Keys(ctx context.Context, f app.KeyFilter) ([]*app.APIKey, error) {
-	q, args := `SELECT `+keyColumns+` FROM api_keys`, []any{}
+	q, args := `SELECT `+keyColumns+` FROM api_keys WHERE 1=1`, []any{}
 	if f.TenantID != nil {
 		if *f.TenantID == "" {
-			q += " WHERE tenant_id IS NULL"
+			q += " AND tenant_id IS NULL"
 		} else {
-			q, args = q+" WHERE tenant_id = ?", append(args, *f.TenantID)
+			q, args = q+" AND tenant_id = ?", append(args, *f.TenantID)
 		}
 	}
-	return queryRows(ctx, db.read, scanKey, q+" ORDER BY id DESC", args...)
+	if f.BeforeID != "" {
+		q, args = q+" AND id < ?", append(args, f.BeforeID)
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	return queryRows(ctx, db.read, scanKey, q+" ORDER BY id DESC LIMIT ?", append(args, limit)...)
 }
 
 // RevokeKey revokes the key; a second revocation keeps the first time.

@@ -143,7 +143,7 @@ func TestTenants(t *testing.T) {
 	}
 	_, err = db.Tenant(ctx, "tn_missing")
 	wantCode(t, err, app.ENOTFOUND)
-	all, err := db.Tenants(ctx)
+	all, err := db.Tenants(ctx, app.TenantFilter{})
 	if err != nil || len(all) != 2 || all[0].ID != a.ID || all[1].ID != b.ID {
 		t.Errorf("Tenants = %v, %v", all, err)
 	}

@@ -35,9 +35,14 @@ func (db *DB) Tenant(ctx context.Context, id string) (*app.Tenant, error) {
 	return t, err
 }
 
-// Tenants lists every tenant in creation order.
-func (db *DB) Tenants(ctx context.Context) ([]*app.Tenant, error) {
-	return queryRows(ctx, db.read, scanTenant, "SELECT id, name, created_at FROM tenants ORDER BY id")
+// Tenants lists tenants in creation order.
+func (db *DB) Tenants(ctx context.Context, f app.TenantFilter) ([]*app.Tenant, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	return queryRows(ctx, db.read, scanTenant, "SELECT id, name, created_at FROM tenants WHERE id > ? ORDER BY id LIMIT ?",
+		f.AfterID, limit)
 }
 
 func scanTenant(s scanner) (*app.Tenant, error) {

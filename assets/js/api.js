@@ -86,6 +86,22 @@ async function refreshCsrf() {
   } catch { /* the next call reports what is wrong */ }
 }
 
+/**
+ * Reads every page of a paged list (CONTRACT §2: limit and nextCursor) and
+ * answers {items}. For lists a person sees whole: tenants, API keys.
+ */
+export async function apiAll(path, opts = {}) {
+  const items = [];
+  let cursor = '';
+  for (;;) {
+    const sep = path.includes('?') ? '&' : '?';
+    const page = await api('GET', path + sep + 'limit=1000' + (cursor ? '&cursor=' + encodeURIComponent(cursor) : ''), undefined, opts);
+    items.push(...page.items);
+    if (!page.nextCursor) return { items };
+    cursor = page.nextCursor;
+  }
+}
+
 /** Query string from an object, skipping empty values. */
 export function qs(params) {
   const u = new URLSearchParams();

@@ -2,7 +2,7 @@
 // for the current path. Routes live in one table below; a page for a new
 // API is one import and one line here.
 import { html, render, useState, useEffect } from './lib.js';
-import { api, setCsrf, setTenantHeader, whenSessionEnds } from './api.js';
+import { api, apiAll, setCsrf, setTenantHeader, whenSessionEnds } from './api.js';
 import { Link, navigate } from './ui.js';
 import { SetupPage } from './pages/setup.js';
 import { SignInPage } from './pages/signin.js';
@@ -90,7 +90,7 @@ function App() {
     setTenantHeader(own);
     // A tenant administrator gets its own tenant only: pages use the list
     // to show the tenant's name instead of its id.
-    api('GET', '/tenants').then((r) => setTenants(r.items)).catch(() => {});
+    apiAll('/tenants').then((r) => setTenants(r.items)).catch(() => {});
   }, [session, provider]);
   // On a narrow screen the navigation folds behind a menu button; it folds
   // again after each navigation so the page is what the person sees next.
@@ -116,7 +116,7 @@ function App() {
     setSession(null);
     navigate('/ui/', true);
   };
-  const ctx = { session, provider, tenant, tenants, reloadTenants: () => api('GET', '/tenants').then((r) => setTenants(r.items)) };
+  const ctx = { session, provider, tenant, tenants, reloadTenants: () => apiAll('/tenants').then((r) => setTenants(r.items)) };
   const Page = m ? m.page : NotFound;
   const groups = [];
   for (const [pattern, , label, group, providerOnly] of routes) {

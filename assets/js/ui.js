@@ -3,21 +3,22 @@
 // rendered as text through Preact, never as HTML, so a tenant called
 // <img src=x onerror=alert(1)> is shown, not run.
 import { html, useState, useEffect, useRef, useCallback } from './lib.js';
-import { api, ApiError } from './api.js';
+import { api, apiAll, ApiError } from './api.js';
 
 /**
- * Loads path with GET; reloads when deps change. Returns {data, error,
+ * Loads path with GET (every page of a paged list with all: true); reloads
+ * when deps change. Returns {data, error,
  * loading, reload, path}: while a new path loads, data stays the previous
  * answer and path names the request that answer came from.
  */
-export function useApi(path, deps = []) {
+export function useApi(path, deps = [], { all = false } = {}) {
   const [state, setState] = useState({ data: null, error: null, loading: true, path: null });
   const [tick, setTick] = useState(0);
   useEffect(() => {
     if (!path) { setState({ data: null, error: null, loading: false }); return; }
     const ctl = new AbortController();
     setState((s) => ({ ...s, loading: true }));
-    api('GET', path, undefined, { signal: ctl.signal })
+    (all ? apiAll(path, { signal: ctl.signal }) : api('GET', path, undefined, { signal: ctl.signal }))
       .then((data) => setState({ data, error: null, loading: false, path }))
       .catch((error) => { if (error.name !== 'AbortError') setState({ data: null, error, loading: false, path }); });
     return () => ctl.abort();

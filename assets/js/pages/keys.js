@@ -69,7 +69,7 @@ function CreateKey({ ctx, onClose }) {
 }
 
 export function KeysPage({ ctx }) {
-  const list = useApi('/api-keys');
+  const list = useApi('/api-keys', [], { all: true });
   const [dialog, setDialog] = useState(null);
   const tenantName = (id) => (ctx.tenants.find((t) => t.id === id) || {}).name || id;
   const close = (changed) => { setDialog(null); if (changed) list.reload(); };

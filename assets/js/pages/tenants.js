@@ -28,7 +28,7 @@ function CreateTenant({ onCreated }) {
 }
 
 export function TenantsPage({ ctx }) {
-  const list = useApi('/tenants');
+  const list = useApi('/tenants', [], { all: true });
   const [created, setCreated] = useState(null);
   return html`<${PageHead} title="Tenants" />
     ${ctx.provider && html`<${CreateTenant} onCreated=${(t) => { setCreated(t); list.reload(); ctx.reloadTenants(); }} />`}
