@@ -24,6 +24,7 @@ import (
 	"backstop/agentapi"
 	"backstop/app"
 	"backstop/assets"
+	"backstop/e2e"
 	"backstop/store"
 	"backstop/store/storetest"
 )
@@ -215,14 +216,8 @@ func TestInstallScript(t *testing.T) {
 	if testing.Short() && os.Getenv("CI") != "true" {
 		t.Skip("builds the binary")
 	}
-	for _, tool := range []string{"sh", "curl"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s is required under CI=true", tool)
-			}
-			t.Skipf("%s not installed", tool)
-		}
-	}
+	e2e.RequireTool(t, "sh", "dash")
+	e2e.RequireTool(t, "curl", "curl")
 	var ownUnit, ownState string
 	switch runtime.GOOS {
 	case "linux":

@@ -24,6 +24,7 @@ import (
 	"backstop/app"
 	"backstop/app/jobs"
 	"backstop/assets"
+	"backstop/e2e"
 	"backstop/store"
 	"backstop/store/storetest"
 )
@@ -31,14 +32,7 @@ import (
 // requireRestic returns the real restic binary. Under CI it must exist.
 func requireRestic(t *testing.T) string {
 	t.Helper()
-	p, err := exec.LookPath("restic")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("restic is required under CI=true: apt-get install restic")
-		}
-		t.Skip("restic not installed")
-	}
-	return p
+	return e2e.RequireTool(t, "restic", "restic")
 }
 
 // appliance is the agent-facing part of a real appliance on 127.0.0.1: the

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -32,12 +31,7 @@ type browser struct {
 
 func newBrowser(t *testing.T, base string, width, height int) *browser {
 	t.Helper()
-	if _, err := exec.LookPath(chromiumPath); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("chromium is required in CI: %v", err)
-		}
-		t.Skipf("chromium not installed: %v", err)
-	}
+	RequireTool(t, chromiumPath, "chromium")
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromiumPath),
 		chromedp.Headless,

@@ -4,5 +4,6 @@
 // background networking, a fresh profile per browser).
 //
 // With CI=true a missing chromium fails the tests; otherwise they skip.
+// RequireTool, the one place that rule lives, serves every package's tests.
 // Screenshots go to $BACKSTOP_SCREENSHOTS when set (else a temp dir).
 package e2e

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"backstop/e2e"
 )
 
 // resticBinary returns the restic client the tests drive. Under CI=true a
@@ -18,14 +20,7 @@ import (
 // real client.
 func resticBinary(t testing.TB) string {
 	t.Helper()
-	p, err := exec.LookPath("restic")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("restic is required (apt-get install restic): %v", err)
-		}
-		t.Skip("restic not installed")
-	}
-	return p
+	return e2e.RequireTool(t, "restic", "restic")
 }
 
 // restic runs the real client against repo with a private cache and home.

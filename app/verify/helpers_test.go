@@ -17,6 +17,7 @@ import (
 	"backstop/app"
 	"backstop/app/jobs"
 	"backstop/app/verify"
+	"backstop/e2e"
 	"backstop/store"
 	"backstop/store/storetest"
 )
@@ -24,14 +25,7 @@ import (
 // requireRestic returns the real restic binary. Under CI it must exist.
 func requireRestic(t *testing.T) string {
 	t.Helper()
-	p, err := exec.LookPath("restic")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("restic is required under CI=true: apt-get install restic")
-		}
-		t.Skip("restic not installed")
-	}
-	return p
+	return e2e.RequireTool(t, "restic", "restic")
 }
 
 // appliance is the verify side of a real appliance: a real SQLite
