@@ -74,11 +74,12 @@ func (l *Local) Create(ctx context.Context, name string, r io.Reader, size int64
 	if err != nil {
 		return l.wrap(name, err)
 	}
+	tmp := f.Name()
 	defer func() {
 		if f != nil {
 			f.Close()
 		}
-		os.Remove(f.Name())
+		os.Remove(tmp)
 	}()
 	n, err := io.Copy(f, ctxReader{ctx, r})
 	if err != nil {
@@ -93,9 +94,7 @@ func (l *Local) Create(ctx context.Context, name string, r io.Reader, size int64
 	if err := f.Close(); err != nil {
 		return l.wrap(name, err)
 	}
-	tmp := f.Name()
 	f = nil
-	defer os.Remove(tmp)
 	dir := filepath.Dir(p)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return l.wrap(name, err)

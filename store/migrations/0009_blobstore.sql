@@ -31,6 +31,7 @@ CREATE INDEX blob_packs_target ON blob_packs(target_id, tenant_id);
 CREATE TABLE blobs (
     tenant_id  TEXT NOT NULL,
     blob_id    BLOB NOT NULL,               -- 32 bytes
+    type       INTEGER NOT NULL,            -- 100 'd' data, 116 't' tree
     pack_id    TEXT NOT NULL,
     offset     INTEGER NOT NULL,
     length     INTEGER NOT NULL,            -- stored (encrypted) length
