@@ -6,8 +6,8 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"hash"
 	"fmt"
+	"hash"
 	"io"
 )
 
