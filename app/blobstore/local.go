@@ -77,8 +77,8 @@ func (l *Local) Create(ctx context.Context, name string, r io.Reader, size int64
 	defer func() {
 		if f != nil {
 			f.Close()
+			os.Remove(f.Name())
 		}
-		os.Remove(f.Name())
 	}()
 	n, err := io.Copy(f, ctxReader{ctx, r})
 	if err != nil {
