@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 
 	"github.com/aws/smithy-go"
@@ -34,17 +35,18 @@ func (b *Backend) wrap(ctx context.Context, op, name string, err error) error {
 		return fmt.Errorf("%s: bucket %q does not exist (NoSuchBucket): %w", where, b.bucket, blobstore.ErrDenied)
 	case code == "NoSuchKey" || code == "NotFound" || (code == "" && status == http.StatusNotFound):
 		return fmt.Errorf("%s: %w", where, blobstore.ErrNotFound)
-	case code == "InvalidAccessKeyId":
-		return fmt.Errorf("%s: the access key was refused: the server does not know this access key id (InvalidAccessKeyId): %w", where, blobstore.ErrDenied)
+	// Before the 403s: some providers answer a quota with 403.
+	case status == http.StatusInsufficientStorage || code == "InsufficientStorage" || code == "QuotaExceeded" ||
+		code == "XMinioStorageFull" || code == "StorageFull":
+		return fmt.Errorf("%s: the provider reports no space or quota left (%s): %w", where, codeOr(code, status), blobstore.ErrFull)
+	case code == "InvalidAccessKeyId" || code == "XAdminUserNotFound": // the latter: versitygw
+		return fmt.Errorf("%s: the access key was refused: the server does not know this access key id (%s): %w", where, codeOr(code, status), blobstore.ErrDenied)
 	case code == "SignatureDoesNotMatch":
 		return fmt.Errorf("%s: the access key was refused: the secret access key does not match the access key id (SignatureDoesNotMatch): %w", where, blobstore.ErrDenied)
 	case code == "AccessDenied" || code == "AllAccessDisabled" || code == "AccountProblem" || status == http.StatusForbidden:
 		return fmt.Errorf("%s: the access key was refused or lacks permission on bucket %q (%s): %w", where, b.bucket, codeOr(code, status), blobstore.ErrDenied)
 	case status == http.StatusUnauthorized:
 		return fmt.Errorf("%s: the server asked for other credentials (%s): %w", where, codeOr(code, status), blobstore.ErrDenied)
-	case status == http.StatusInsufficientStorage || code == "InsufficientStorage" || code == "QuotaExceeded" ||
-		code == "XMinioStorageFull" || code == "StorageFull":
-		return fmt.Errorf("%s: the provider reports no space or quota left (%s): %w", where, codeOr(code, status), blobstore.ErrFull)
 	case status >= 500:
 		return fmt.Errorf("%s: the server kept failing after %d attempts (%s): %w", where, maxAttempts, codeOr(code, status), blobstore.ErrUnreachable)
 	case status == 0 && isTransport(err):
@@ -85,24 +87,23 @@ func isTransport(err error) bool {
 	return errors.As(err, &timeout) && timeout.Timeout() || errors.Is(err, context.DeadlineExceeded)
 }
 
-// transportCause is the innermost error of a send failure, e.g. "dial tcp
-// 127.0.0.1:9: connect: connection refused", without the SDK's layers.
+// transportCause is the most telling part of a send failure: the network
+// error (e.g. "dial tcp 127.0.0.1:9: connect: connection refused") where
+// there is one, without the SDK's layers.
 func transportCause(err error) error {
+	var op *net.OpError
+	if errors.As(err, &op) {
+		return op
+	}
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return dns
+	}
 	var send *smithyhttp.RequestSendError
 	if errors.As(err, &send) && send.Err != nil {
-		err = send.Err
+		return send.Err
 	}
-	for {
-		u := errors.Unwrap(err)
-		if u == nil {
-			return err
-		}
-		// Keep the net.OpError level: it names the address and the cause.
-		if _, ok := err.(interface{ Timeout() bool }); ok {
-			return err
-		}
-		err = u
-	}
+	return err
 }
 
 func isNotFound(err error) bool { return errors.Is(err, blobstore.ErrNotFound) }
