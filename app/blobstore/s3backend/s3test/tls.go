@@ -65,6 +65,7 @@ func selfSigned(t testing.TB, dir string) (certFile, keyFile string, client *htt
 		TLSClientConfig:       &tls.Config{RootCAs: pool},
 		TLSHandshakeTimeout:   10 * time.Second,
 		ResponseHeaderTimeout: 30 * time.Second,
+		MaxIdleConnsPerHost:   16, // as the backend's own client: no handshake per request
 		ForceAttemptHTTP2:     true,
 	}}
 }
