@@ -89,7 +89,16 @@ func openFixture(t testing.TB, dir, tenant string) *fixture {
 }
 
 func (f *fixture) newStore(db *store.DB, key *blobstore.ApplianceKey) *blobstore.Store {
-	s, err := blobstore.New(blobstore.Config{Key: key, Catalog: db, Targets: f.targets, PackSize: 1 << 20,
+	return f.storeWith(db, key, 1<<20)
+}
+
+// newStoreWithPacks replaces the fixture's store by one with production-sized packs.
+func (f *fixture) newStoreWithPacks(packSize int) *blobstore.Store {
+	return f.storeWith(f.db, f.key, packSize)
+}
+
+func (f *fixture) storeWith(db *store.DB, key *blobstore.ApplianceKey, packSize int) *blobstore.Store {
+	s, err := blobstore.New(blobstore.Config{Key: key, Catalog: db, Targets: f.targets, PackSize: packSize,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		TenantName: func(ctx context.Context, id string) (string, error) {
 			tn, err := db.Tenant(ctx, id)
