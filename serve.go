@@ -106,7 +106,7 @@ func serve(ctx context.Context, args []string, e env) error {
 		Tenants: db, Keys: db, Users: db, Audit: db, Endpoints: db, Enrollment: db, Settings: db, Versions: db, Jobs: db,
 		Webhooks: &webhooks.Service{Store: db, Guard: guard, Box: secretBox, Notify: deliveries.Notify},
 		Ping:     db.Ping,
-		JobStore: db, JobRunner: runner, JobFeed: runner.Broker(), VerifyReports: db,
+		JobStore: db, JobRunner: runner, JobFeed: runner.Broker(), VerifyReports: db, Retention: db,
 	}, restapi.Options{
 		Edition: cfg.Edition, PublicURL: cfg.PublicURL, DataDir: cfg.DataDir,
 		RateLimit: cfg.API.RateLimit, RateWindow: cfg.API.RateWindow, TrustedProxies: proxies,
@@ -125,6 +125,11 @@ func serve(ctx context.Context, args []string, e env) error {
 		QuotaBytes: cfg.Endpoints.RepositoryQuotaBytes, Logger: logger.With("component", "resticrepo"),
 	})
 	if err != nil {
+		return err
+	}
+	// Retention: the blob store's snapshots (nil until it is wired) and the
+	// endpoint repositories.
+	if err := mountRetention(runner, db, cfg, repos, nil, logger); err != nil {
 		return err
 	}
 	// Memory goes back to the OS after 30 s without a request (idle_trim.go).
@@ -172,7 +177,10 @@ func serve(ctx context.Context, args []string, e env) error {
 	}
 	defer runner.Close() // after the HTTP shutdown, before db.Close
 	// Added once the runner is open: a reload before Open would start its cron twice.
-	crons.AddFunc("*/10 * * * *", func() { syncVerifySchedules(runner, db, logger) })
+	crons.AddFunc("*/10 * * * *", func() {
+		syncVerifySchedules(runner, db, logger)
+		syncRetentionSchedules(runner, db, logger)
+	})
 	srv.RegisterOnShutdown(api.CloseStreams)
 
 	errc := make(chan error, 1)
@@ -197,6 +205,7 @@ func serve(ctx context.Context, args []string, e env) error {
 		e.listening(ln.Addr().String())
 	}
 	syncVerifySchedules(runner, db, logger) // then every 10 minutes from cron
+	syncRetentionSchedules(runner, db, logger)
 
 	select {
 	case err := <-errc:

@@ -16,11 +16,13 @@ const (
 	QueueRestore         = "restore"
 	QueueVerify          = "verify"
 	QueueArchiveVerify   = "archive_verify"
+	QueueRetention       = "retention"
+	QueueMaintenance     = "maintenance"
 )
 
 // JobQueues lists every queue.
 var JobQueues = []string{QueueMailboxBackup, QueueDriveBackup, QueueIMAPBackup, QueueEndpointBackup,
-	QueueEndpointRestore, QueueRestore, QueueVerify, QueueArchiveVerify}
+	QueueEndpointRestore, QueueRestore, QueueVerify, QueueArchiveVerify, QueueRetention, QueueMaintenance}
 
 // Job triggers: what started a job.
 const (
@@ -36,6 +38,8 @@ const (
 	ActionBackup  = "backup"
 	ActionRestore = "restore"
 	ActionVerify  = "verify"
+	// ActionRetention applies a tenant's retention policy (CONTRACT §11).
+	ActionRetention = "retention"
 )
 
 // Job executors: who runs the job.
@@ -58,7 +62,7 @@ func JobTerminal(state string) bool {
 type Job struct {
 	ID           string      `json:"id"`
 	TenantID     string      `json:"tenantId"`
-	Queue        string      `json:"queue" enum:"mailbox_backup,drive_backup,imap_backup,endpoint_backup,endpoint_restore,restore,verify,archive_verify"`
+	Queue        string      `json:"queue" enum:"mailbox_backup,drive_backup,imap_backup,endpoint_backup,endpoint_restore,restore,verify,archive_verify,retention,maintenance"`
 	State        string      `json:"state" enum:"queued,running,succeeded,partial,failed,interrupted,cancelled"`
 	Target       JobTarget   `json:"target"`
 	Trigger      string      `json:"trigger" enum:"schedule,api,web,retry"`

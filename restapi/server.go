@@ -59,6 +59,10 @@ type Services struct {
 	// VerifyReports serves GET /verify/latest and the status's verify
 	// summary; nil answers as if no verify ever ran.
 	VerifyReports app.VerifyReportService
+
+	// Retention serves the retention policies (session only); nil answers
+	// 501 not_implemented.
+	Retention app.RetentionService
 }
 
 // Options are the server's settings, fixed at start-up.
@@ -198,6 +202,7 @@ func (s *Server) routes() {
 	op(s, http.MethodGet, "settings.get", "/api/v1/settings", accessSession, "", "Read settings", s.getSettings)
 	op(s, http.MethodPatch, "settings.update", "/api/v1/settings", accessSession, "", "Change settings", s.updateSettings)
 	op(s, http.MethodGet, "audit.list", "/api/v1/audit", accessSession, "", "The audit log, newest first", s.listAudit)
+	s.retentionRoutes() // GET, PUT /retention; GET, PUT /endpoints/{id}/retention; POST /retention/run
 }
 
 const apiDescription = `The Backstop integration API for RMM, PSA and ticketing tools.

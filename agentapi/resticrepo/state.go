@@ -49,6 +49,16 @@ func (h *Handler) state(endpointID string) *repoState {
 	return st
 }
 
+// Rescan makes the quota account of an endpoint's repository sum its files
+// again at the next upload. Call it after something other than the handler
+// changed the repository (the appliance's retention prune deletes packs).
+func (h *Handler) Rescan(endpointID string) {
+	st := h.state(endpointID)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.scanned, st.used = false, 0
+}
+
 func (st *repoState) count(o op, bytes int64) {
 	st.ops[o].Add(1)
 	switch o {
