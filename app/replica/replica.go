@@ -54,6 +54,8 @@ type Replicator struct {
 	store  *litestream.Store
 	errs   *errorRecorder
 	opened bool
+
+	shutdownSync time.Duration
 }
 
 // Health is what operations need to know about the replica.
@@ -108,7 +110,7 @@ func New(cfg Config) (*Replicator, error) {
 	st.Logger = logger
 	st.SetShutdownSyncTimeout(cfg.ShutdownSync)
 	db.SetLogger(logger)
-	return &Replicator{url: app.RedactURL(cfg.URL), logger: cfg.Logger, db: db, store: st, errs: errs}, nil
+	return &Replicator{url: app.RedactURL(cfg.URL), logger: cfg.Logger, db: db, store: st, errs: errs, shutdownSync: cfg.ShutdownSync}, nil
 }
 
 // Open starts replication in the background: Litestream copies each
@@ -143,6 +145,16 @@ func (r *Replicator) Close(ctx context.Context) error {
 		return nil
 	}
 	r.opened = false
+	// Litestream looks at the database first on its monitor's first tick,
+	// a second after Open, and its Close syncs only a database it has
+	// looked at: a serve stopped within that second would not replicate
+	// its last writes. Sync initialises it if need be (a full snapshot,
+	// then, as the replica is behind).
+	sctx, cancel := context.WithTimeout(ctx, r.shutdownSync)
+	if err := r.db.Sync(sctx); err != nil {
+		r.logger.Warn("catalogue sync before stopping replication failed", slog.String("replica", r.url), slog.Any("error", err))
+	}
+	cancel()
 	err := r.store.Close(ctx)
 	if err != nil {
 		r.logger.Warn("final catalogue replication incomplete", slog.String("replica", r.url), slog.Any("error", err))
