@@ -96,8 +96,10 @@ func TestReplicaCatalogueRecovery(t *testing.T) {
 				strings.Contains(stdout, "se%2Bcret") || strings.Count(stdout, "\n") != 1 {
 				t.Errorf("restore-catalogue printed %q", stdout)
 			}
-			b := startAppliance(t, map[string]string{"SERVICE_DATA_DIR": dataDir})
+			// The new appliance continues the same replica.
+			b := startAppliance(t, map[string]string{"SERVICE_DATA_DIR": dataDir, "SERVICE_BACKUP_REPLICA_URL": u})
 			b.expect(b.call("GET", "/api/v1/status", "", "Authorization", "Bearer "+key), 200, "")
+			beta := b.admin("", "create-tenant", "--name", "Beta")
 			// Not even --force replaces a database serve is using.
 			_, _, err = runCommand([]string{"admin", "restore-catalogue", "--from", u, "--data-dir", dataDir, "--force"}, nil)
 			if err == nil || !strings.Contains(err.Error(), "in use") {
@@ -129,8 +131,10 @@ func TestReplicaCatalogueRecovery(t *testing.T) {
 			if old, _ := os.ReadFile(kept[0]); !bytes.Equal(old, before) {
 				t.Errorf("kept database (%d bytes) is not the previous one (%d bytes)", len(old), len(before))
 			}
-			if _, ok := restoredTenantAt(t, dataDir, tenant); !ok {
-				t.Error("forced restore lost the tenant")
+			for _, id := range []string{tenant, beta} {
+				if _, ok := restoredTenantAt(t, dataDir, id); !ok {
+					t.Errorf("forced restore lacks tenant %s (created on the old appliance, then on the new one); new appliance's log:\n%s", id, b.logs)
+				}
 			}
 		})
 	}
