@@ -49,12 +49,13 @@ func normalize(c app.Config) app.Config {
 
 func TestConfigEnvironmentOverridesAndErrors(t *testing.T) {
 	env := map[string]string{"SERVICE_WEBHOOK_ALLOW_PRIVATE": "true", "SERVICE_ENDPOINTS_SILENT_AFTER_CLIENT": "24h",
-		"SERVICE_API_TRUSTED_PROXIES": "10.0.0.0/8,192.0.2.1"}
+		"SERVICE_API_TRUSTED_PROXIES": "10.0.0.0/8,192.0.2.1", "SERVICE_BACKUP_REPLICA_URL": "s3://bucket/backstop?region=eu-central-1"}
 	cfg, err := loadConfig("config.example.yaml", "", func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !cfg.Webhook.AllowPrivate || cfg.Endpoints.SilentAfter.Client.Hours() != 24 || len(cfg.API.TrustedProxies) != 2 {
+	if !cfg.Webhook.AllowPrivate || cfg.Endpoints.SilentAfter.Client.Hours() != 24 || len(cfg.API.TrustedProxies) != 2 ||
+		cfg.Backup.ReplicaURL != env["SERVICE_BACKUP_REPLICA_URL"] {
 		t.Errorf("environment not applied: %+v", cfg)
 	}
 	// A relative data_dir is made absolute: verify runs start restic in a
@@ -68,6 +69,7 @@ func TestConfigEnvironmentOverridesAndErrors(t *testing.T) {
 		"duration": {"SERVICE_ENDPOINTS_SILENT_AFTER_SERVER", "soon", "silent_after.server"},
 		"tls":      {"SERVICE_TLS_MODE", "files", "config: tls.cert_file:"},
 		"channel":  {"SERVICE_UPDATE_CHANNEL", "nightly", "config: update.channel:"},
+		"replica":  {"SERVICE_BACKUP_REPLICA_URL", "ftp://KEY:topsecret@host/dir", "config: backup.replica_url: unsupported scheme"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := loadConfig("", "", func(k string) string {

@@ -33,6 +33,9 @@ type appliance struct {
 	vars map[string]string
 	base string
 	logs *lockedBuffer
+	// shutdown stops serve as SIGTERM would and waits for it (once; the
+	// test's cleanup calls it too).
+	shutdown func()
 }
 
 func (a *appliance) env(stdin string, stdout io.Writer) env {
@@ -127,7 +130,7 @@ func startAppliance(t *testing.T, vars map[string]string) *appliance {
 	case <-time.After(30 * time.Second):
 		t.Fatal("serve did not start listening")
 	}
-	t.Cleanup(func() {
+	a.shutdown = sync.OnceFunc(func() {
 		stop()
 		select {
 		case err := <-served:
@@ -138,6 +141,7 @@ func startAppliance(t *testing.T, vars map[string]string) *appliance {
 			t.Error("serve did not shut down within 10 s")
 		}
 	})
+	t.Cleanup(a.shutdown)
 	return a
 }
 

@@ -53,6 +53,12 @@ func serve(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
+	stopReplica, err := mountReplica(ctx, db, cfg, logger)
+	if err != nil {
+		db.Close()
+		return err
+	}
+	defer stopReplica() // deferred first, so it runs after db.Close (Litestream's rule)
 	defer db.Close()
 	if err := seedSettings(ctx, db, cfg); err != nil {
 		return err

@@ -52,6 +52,13 @@ type Config struct {
 		// an upload that would exceed it is refused with 507. 0: no quota.
 		RepositoryQuotaBytes int64 `mapstructure:"repository_quota_bytes"`
 	} `mapstructure:"endpoints"`
+	Backup struct {
+		// ReplicaURL is where the catalogue (backstop.db) is replicated
+		// continuously with Litestream: s3://bucket/path?… or file:///dir.
+		// Empty: no replica. It may carry S3 credentials, so it is shown
+		// only through RedactURL.
+		ReplicaURL string `mapstructure:"replica_url"`
+	} `mapstructure:"backup"`
 }
 
 // TLSConfig selects how the listener serves TLS.
@@ -167,6 +174,11 @@ func (c *Config) Validate() error {
 	}
 	if c.Endpoints.RepositoryQuotaBytes < 0 {
 		return bad("endpoints.repository_quota_bytes", "must be 0 (no quota) or a number of bytes, got %d", c.Endpoints.RepositoryQuotaBytes)
+	}
+	if c.Backup.ReplicaURL != "" {
+		if err := ValidateReplicaURL(c.Backup.ReplicaURL); err != nil {
+			return bad("backup.replica_url", "%v", err)
+		}
 	}
 	return nil
 }

@@ -45,6 +45,12 @@ func TestConfigValidateNamesKey(t *testing.T) {
 		{"tools.restic", func(c *Config) { c.Tools.Restic = "" }},
 		{"endpoints.silent_after.server", func(c *Config) { c.Endpoints.SilentAfter.Server = 0 }},
 		{"endpoints.silent_after.client", func(c *Config) { c.Endpoints.SilentAfter.Client = -time.Hour }},
+		{"backup.replica_url", func(c *Config) { c.Backup.ReplicaURL = "ftp://host/dir" }},
+		{"backup.replica_url", func(c *Config) { c.Backup.ReplicaURL = "bucket/path" }},
+		{"backup.replica_url", func(c *Config) { c.Backup.ReplicaURL = "s3:///path" }},
+		{"backup.replica_url", func(c *Config) { c.Backup.ReplicaURL = "file://relative/dir" }},
+		{"backup.replica_url", func(c *Config) { c.Backup.ReplicaURL = "s3://AKIA@bucket/path" }},
+		{"backup.replica_url", func(c *Config) { c.Backup.ReplicaURL = "s3://bucket/p\x7f" }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.key, func(t *testing.T) {
@@ -86,5 +92,25 @@ func TestParsePrefix(t *testing.T) {
 		if _, err := ParsePrefix(bad); err == nil {
 			t.Errorf("ParsePrefix(%q) accepted", bad)
 		}
+	}
+}
+
+func TestValidateReplicaURL(t *testing.T) {
+	for _, ok := range []string{
+		"s3://bucket", "s3://bucket/backstop/catalogue",
+		"s3://bucket/path?endpoint=http://127.0.0.1:9000&region=us-east-1",
+		"s3://AKIA123:se%2Fcret@bucket/path", "file:///var/backups/backstop",
+	} {
+		if err := ValidateReplicaURL(ok); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	// A refused URL's message must not repeat a secret it carried.
+	err := ValidateReplicaURL("gs://KEY:topsecret@bucket/path")
+	if err == nil || strings.Contains(err.Error(), "topsecret") {
+		t.Errorf("err = %v", err)
+	}
+	if got := RedactURL("s3://KEY:topsecret@bucket/path?region=x"); strings.Contains(got, "topsecret") || !strings.Contains(got, "bucket/path") {
+		t.Errorf("RedactURL = %q", got)
 	}
 }

@@ -41,8 +41,14 @@ var migrationFS embed.FS
 
 // DB is the appliance's database.
 type DB struct {
-	Path   string
-	Now    app.Clock
+	Path string
+	Now  app.Clock
+	// ExternalCheckpoints is set when another component owns WAL
+	// checkpoints: the catalogue replica (Litestream), which holds a read
+	// transaction open and checkpoints after copying the WAL. Maintain then
+	// skips its TRUNCATE checkpoint. Set it before Maintain can run.
+	ExternalCheckpoints bool
+
 	write  *sql.DB
 	read   *sql.DB
 	audit  *auditWriter
@@ -143,12 +149,22 @@ func (db *DB) Ping(ctx context.Context) error {
 
 // Maintain runs the nightly housekeeping: PRAGMA optimize, a truncating WAL
 // checkpoint, and removal of expired sessions.
+//
+// With ExternalCheckpoints the checkpoint is left to its owner. Litestream's
+// read transaction would make TRUNCATE wait, holding the write lock, for the
+// whole busy timeout (10 s of stalled writes) and then give up; and a WAL
+// reset that slips in while Litestream swaps its locks forces it to upload a
+// fresh snapshot. Litestream keeps the WAL small itself (PASSIVE checkpoints
+// every minute, TRUNCATE past ~500 MB).
 func (db *DB) Maintain(ctx context.Context) error {
 	if _, err := db.write.ExecContext(ctx, "DELETE FROM sessions WHERE expires_at < ?", db.Now().UnixMilli()); err != nil {
 		return err
 	}
 	if _, err := db.write.ExecContext(ctx, "PRAGMA optimize"); err != nil {
 		return err
+	}
+	if db.ExternalCheckpoints {
+		return nil
 	}
 	_, err := db.write.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)")
 	return err

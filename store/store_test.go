@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -488,5 +489,30 @@ func TestCountJobs(t *testing.T) {
 		if got, err := db.CountJobs(ctx, tenant, since); err != nil || got != want {
 			t.Errorf("CountJobs(%q) = %+v, %v; want %+v", tenant, got, err, want)
 		}
+	}
+}
+
+// Maintain truncates the WAL, except when another component (the catalogue
+// replica) owns checkpoints.
+func TestMaintainLeavesCheckpointsToTheirOwner(t *testing.T) {
+	ctx := context.Background()
+	for _, external := range []bool{false, true} {
+		db, err := Open(ctx, filepath.Join(t.TempDir(), "backstop.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustTenant(t, db, "Acme")
+		db.ExternalCheckpoints = external
+		if err := db.Maintain(ctx); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Stat(db.Path + "-wal")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if truncated := fi.Size() == 0; truncated == external {
+			t.Errorf("ExternalCheckpoints %v: WAL is %d bytes after Maintain", external, fi.Size())
+		}
+		db.Close()
 	}
 }
