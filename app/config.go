@@ -52,6 +52,10 @@ type Config struct {
 		// an upload that would exceed it is refused with 507. 0: no quota.
 		RepositoryQuotaBytes int64 `mapstructure:"repository_quota_bytes"`
 	} `mapstructure:"endpoints"`
+	Storage struct {
+		// MinFreeBytes: a storage target with less free space is full.
+		MinFreeBytes int64 `mapstructure:"min_free_bytes"`
+	} `mapstructure:"storage"`
 }
 
 // TLSConfig selects how the listener serves TLS.
@@ -88,6 +92,7 @@ func DefaultConfig() Config {
 	c.Tools.Restic = "restic"
 	c.Endpoints.SilentAfter.Server = 15 * time.Minute
 	c.Endpoints.SilentAfter.Client = 72 * time.Hour
+	c.Storage.MinFreeBytes = DefaultMinFreeBytes
 	return c
 }
 
@@ -167,6 +172,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Endpoints.RepositoryQuotaBytes < 0 {
 		return bad("endpoints.repository_quota_bytes", "must be 0 (no quota) or a number of bytes, got %d", c.Endpoints.RepositoryQuotaBytes)
+	}
+	if c.Storage.MinFreeBytes < 0 {
+		return bad("storage.min_free_bytes", "must be 0 or a number of bytes, got %d", c.Storage.MinFreeBytes)
 	}
 	return nil
 }

@@ -45,6 +45,7 @@ func TestConfigValidateNamesKey(t *testing.T) {
 		{"tools.restic", func(c *Config) { c.Tools.Restic = "" }},
 		{"endpoints.silent_after.server", func(c *Config) { c.Endpoints.SilentAfter.Server = 0 }},
 		{"endpoints.silent_after.client", func(c *Config) { c.Endpoints.SilentAfter.Client = -time.Hour }},
+		{"storage.min_free_bytes", func(c *Config) { c.Storage.MinFreeBytes = -1 }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.key, func(t *testing.T) {
