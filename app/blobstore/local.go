@@ -75,10 +75,10 @@ func (l *Local) Create(ctx context.Context, name string, r io.Reader, size int64
 		return l.wrap(name, err)
 	}
 	defer func() {
-		if f != nil {
+		if f != nil { // a failed write; on success f is nil and the link's defer removes tmp
 			f.Close()
+			os.Remove(f.Name())
 		}
-		os.Remove(f.Name())
 	}()
 	n, err := io.Copy(f, ctxReader{ctx, r})
 	if err != nil {
