@@ -52,7 +52,7 @@ type StorageTarget struct {
 	UsedBytes     *int64   `json:"usedBytes" doc:"Bytes in use on the target (by anything); null where it cannot say (S3)."`
 	FreeBytes     *int64   `json:"freeBytes" doc:"Bytes free; null where the target cannot say (S3)."`
 	StoredBytes   int64    `json:"storedBytes" doc:"What Backstop keeps there (pack files of the blob store); for a tenant key, that tenant's share."`
-	CheckedAt     *Time    `json:"checkedAt" doc:"When the state was last checked; null before the first check."`
+	CheckedAt     *Time    `json:"checkedAt" nullable:"true" doc:"When the state was last checked; null before the first check."`
 	LastError     *string  `json:"lastError" doc:"Why the last check did not find the target ok; null when it did."`
 	Default       bool     `json:"default" doc:"The target of every tenant not placed elsewhere; exactly one target is the default."`
 	TenantIDs     []string `json:"tenantIds" doc:"Tenants placed on this target; empty on the default target means every tenant not placed elsewhere."`
