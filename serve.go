@@ -81,6 +81,7 @@ func serve(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	guard := webhooks.NewGuard(cfg.Webhook.AllowPrivate)
+	storage := mountStorage(db, secretBox, cfg, logger) // storage_mount.go
 	deliveries := &webhooks.Dispatcher{Store: db, Events: db, Box: secretBox, Client: guard.Client(),
 		Logger: logger.With("component", "webhooks")}
 	// Jobs: kinds register with the runner; the API submits and streams
@@ -113,6 +114,7 @@ func serve(ctx context.Context, args []string, e env) error {
 		Webhooks: &webhooks.Service{Store: db, Guard: guard, Box: secretBox, Notify: deliveries.Notify},
 		Ping:     db.Ping,
 		JobStore: db, JobRunner: runner, JobFeed: runner.Broker(), VerifyReports: db, Retention: db,
+		Storage: storage, ApplianceKey: readApplianceKey(cfg), ApplianceKeys: db,
 	}, restapi.Options{
 		Edition: cfg.Edition, PublicURL: cfg.PublicURL, DataDir: cfg.DataDir,
 		RateLimit: cfg.API.RateLimit, RateWindow: cfg.API.RateWindow, TrustedProxies: proxies,
@@ -161,7 +163,13 @@ func serve(ctx context.Context, args []string, e env) error {
 		return err
 	}
 
-	// Background work, started after the listener is open.
+	// Background work, started after the listener is open. Storage first:
+	// a fresh install gets its default target before any job can run.
+	if err := storage.Open(ctx); err != nil {
+		ln.Close()
+		return err
+	}
+	defer storage.Close() // after the runner's Close, before db.Close
 	crons := cron.New(cron.WithLocation(time.UTC))
 	crons.AddFunc("30 3 * * *", func() {
 		if err := db.Maintain(context.Background()); err != nil {

@@ -59,6 +59,10 @@ type Config struct {
 		// only through RedactURL.
 		ReplicaURL string `mapstructure:"replica_url"`
 	} `mapstructure:"backup"`
+	Storage struct {
+		// MinFreeBytes: a storage target with less free space is full.
+		MinFreeBytes int64 `mapstructure:"min_free_bytes"`
+	} `mapstructure:"storage"`
 }
 
 // TLSConfig selects how the listener serves TLS.
@@ -95,6 +99,7 @@ func DefaultConfig() Config {
 	c.Tools.Restic = "restic"
 	c.Endpoints.SilentAfter.Server = 15 * time.Minute
 	c.Endpoints.SilentAfter.Client = 72 * time.Hour
+	c.Storage.MinFreeBytes = DefaultMinFreeBytes
 	return c
 }
 
@@ -179,6 +184,9 @@ func (c *Config) Validate() error {
 		if err := ValidateReplicaURL(c.Backup.ReplicaURL); err != nil {
 			return bad("backup.replica_url", "%v", err)
 		}
+	}
+	if c.Storage.MinFreeBytes < 0 {
+		return bad("storage.min_free_bytes", "must be 0 or a number of bytes, got %d", c.Storage.MinFreeBytes)
 	}
 	return nil
 }

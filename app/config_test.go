@@ -51,6 +51,7 @@ func TestConfigValidateNamesKey(t *testing.T) {
 		{"backup.replica_url", func(c *Config) { c.Backup.ReplicaURL = "file://relative/dir" }},
 		{"backup.replica_url", func(c *Config) { c.Backup.ReplicaURL = "s3://AKIA@bucket/path" }},
 		{"backup.replica_url", func(c *Config) { c.Backup.ReplicaURL = "s3://bucket/p\x7f" }},
+		{"storage.min_free_bytes", func(c *Config) { c.Storage.MinFreeBytes = -1 }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.key, func(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"backstop/app"
+	"backstop/app/targets"
 	"backstop/store"
 
 	"golang.org/x/crypto/argon2"
@@ -46,6 +47,11 @@ type harness struct {
 	clock   *fakeClock
 	tenantA *app.Tenant
 	tenantB *app.Tenant
+
+	dataDir      string
+	storage      *targets.Manager // default local target made, monitor not running
+	backends     *fakeBackends
+	applianceKey []byte
 }
 
 var harnessStart = time.Date(2026, 11, 21, 15, 0, 0, 0, time.UTC)
@@ -67,9 +73,13 @@ func newHarness(t testing.TB, edition string, tweak func(*Options), extra ...fun
 	if tweak != nil {
 		tweak(&opts)
 	}
+	h := &harness{db: db, clock: clock, dataDir: dir}
+	h.storage, h.backends = newTestStorage(t, db, dir)
+	h.applianceKey = []byte("appliance key bytes\n")
 	srv := New(Services{Tenants: db, Keys: db, Users: db, Audit: db, Endpoints: db, Enrollment: db, Settings: db,
-		Versions: db, Jobs: db, Ping: db.Ping}, opts)
-	h := &harness{db: db, srv: srv, clock: clock}
+		Versions: db, Jobs: db, Ping: db.Ping, Storage: h.storage, ApplianceKeys: db,
+		ApplianceKey: func() ([]byte, error) { return h.applianceKey, nil }}, opts)
+	h.srv = srv
 	if tt, ok := t.(*testing.T); ok {
 		h.t = tt
 	}

@@ -6,16 +6,10 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
-	"golang.org/x/sys/unix"
 )
-
-// minFreeBytes is the free space below which storage counts as full and the
-// appliance as not ready: below it, an acknowledged write could fail.
-const minFreeBytes = 256 << 20
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
@@ -29,8 +23,9 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request, _ httprouter.Pa
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// readyz checks the database (a read and the writer) and that the data
-// directory takes a synced write and has free space.
+// readyz checks the database (a read and the writer), that the data
+// directory takes a synced write, and that the default storage target was
+// usable (state ok) at its last check, the state GET /storage shows.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
 	defer cancel()
@@ -45,9 +40,11 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request, _ httprouter.Par
 	if err := checkWritable(s.opts.DataDir); err != nil {
 		checks["storage"], ready = "failing", false
 		s.opts.Logger.Error("readiness: the data directory takes no write", slog.Any("error", err))
-	} else if free, _, err := diskSpace(s.opts.DataDir); err != nil || free < minFreeBytes {
-		checks["storage"], ready = "failing", false
-		s.opts.Logger.Error("readiness: less than 256 MiB free in the data directory", slog.Int64("free_bytes", free))
+	} else if s.Storage != nil {
+		if err := s.Storage.Usable(ctx); err != nil {
+			checks["storage"], ready = "failing", false
+			s.opts.Logger.Error("readiness: the default storage target is not usable", slog.Any("error", err))
+		}
 	}
 	if !ready {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "not_ready", "checks": checks})
@@ -72,14 +69,4 @@ func checkWritable(dir string) error {
 		return err
 	}
 	return f.Close()
-}
-
-// diskSpace returns the free (for unprivileged users) and total bytes of
-// the file system holding dir.
-func diskSpace(dir string) (free, total int64, err error) {
-	var st unix.Statfs_t
-	if err := unix.Statfs(filepath.Clean(dir), &st); err != nil {
-		return 0, 0, err
-	}
-	return int64(st.Bavail) * int64(st.Bsize), int64(st.Blocks) * int64(st.Bsize), nil
 }

@@ -58,6 +58,7 @@ var statusByCode = map[string]int{
 	"unsupported_media_type":   http.StatusUnsupportedMediaType,
 	app.EINVALID:               http.StatusUnprocessableEntity,
 	"webhook_target_refused":   http.StatusUnprocessableEntity,
+	app.ESTORAGEUNUSABLE:       http.StatusUnprocessableEntity,
 	app.ERATELIMITED:           http.StatusTooManyRequests,
 	app.EINTERNAL:              http.StatusInternalServerError,
 	app.ENOTIMPLEMENTED:        http.StatusNotImplemented,

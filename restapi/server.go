@@ -63,6 +63,15 @@ type Services struct {
 	// Retention serves the retention policies (session only); nil answers
 	// 501 not_implemented.
 	Retention app.RetentionService
+	// Storage serves /storage, /storage-targets, the status's storage
+	// object and the storage check of /readyz; nil answers as if there
+	// were no target (and /readyz checks only the data directory).
+	Storage app.StorageTargetService
+	// ApplianceKey reads the appliance key file (the blob store owns it);
+	// ApplianceKeys records its one download. Either nil: the download
+	// answers 503.
+	ApplianceKey  func() ([]byte, error)
+	ApplianceKeys app.ApplianceKeyDownloads
 }
 
 // Options are the server's settings, fixed at start-up.
@@ -175,6 +184,10 @@ func (s *Server) routes() {
 	get(s, "endpoints.list", "/api/v1/endpoints", app.ScopeStatusRead, "Servers and clients backed up by the agent (not paged)", s.listEndpoints)
 	get(s, "endpoints.get", "/api/v1/endpoints/{id}", app.ScopeStatusRead, "One server or client", s.getEndpoint)
 	s.verifyRoutes() // GET /api/v1/verify/latest
+
+	// Storage (status:read), storage targets and the appliance key (web
+	// session, provider administrators).
+	s.storageRoutes()
 
 	// Webhooks (webhooks:manage): CRUD, rotate-secret, test, deliveries, replay.
 	s.webhookRoutes()

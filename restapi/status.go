@@ -33,12 +33,13 @@ type ProtectedCounts struct {
 	NeedingAttention int `json:"needingAttention"`
 }
 
-// StorageSummary is the state of the storage targets.
+// StorageSummary is the state of the storage targets, as GET /storage
+// reports it for the same caller.
 type StorageSummary struct {
-	Targets   int    `json:"targets"`
-	State     string `json:"state" enum:"ok,degraded,full,unreachable"`
-	UsedBytes int64  `json:"usedBytes"`
-	FreeBytes int64  `json:"freeBytes"`
+	Targets   int    `json:"targets" doc:"Number of targets serving the tenant (all targets for a provider key without X-Service-Tenant)."`
+	State     string `json:"state" enum:"ok,degraded,full,unreachable" doc:"The worst state of those targets."`
+	UsedBytes int64  `json:"usedBytes" doc:"Bytes in use, summed over those targets that can tell (S3 targets count nothing)."`
+	FreeBytes int64  `json:"freeBytes" doc:"Bytes free, summed over those targets that can tell."`
 }
 
 // VerifySummary summarises the latest verify report.
@@ -82,23 +83,14 @@ func (s *Server) getStatus(ctx context.Context, _ *struct{}) (*statusOutput, err
 	if b.Verify, err = s.verifySummary(ctx, p.tenantID); err != nil {
 		return nil, err
 	}
-	b.Storage = s.storageSummary()
+	storage, err := s.storageOverview(ctx, p.tenantID)
+	if err != nil {
+		return nil, err
+	}
+	b.Storage = StorageSummary{Targets: len(storage.Targets), State: storage.State, UsedBytes: storage.UsedBytes,
+		FreeBytes: storage.FreeBytes}
 	b.Archive = ArchiveSummary{ChainState: "empty"}
 	return out, nil
-}
-
-// storageSummary reports the local storage target: the data directory.
-func (s *Server) storageSummary() StorageSummary {
-	sum := StorageSummary{Targets: 1, State: "ok"}
-	free, total, err := diskSpace(s.opts.DataDir)
-	switch {
-	case err != nil:
-		sum.State = "unreachable"
-	case free < minFreeBytes:
-		sum.State = "full"
-	}
-	sum.FreeBytes, sum.UsedBytes = free, total-free
-	return sum
 }
 
 func (s *Server) versionInfo(ctx context.Context) (app.VersionInfo, error) {
