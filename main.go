@@ -65,7 +65,8 @@ const usage = `usage: backstop <command> [flags]
 commands:
   serve      run the appliance (--config FILE, --data-dir DIR)
   admin      create-tenant | create-user | create-key | revoke-key |
-             create-enrollment-token | audit | restore-catalogue
+             create-enrollment-token | audit | restore-catalogue |
+             rebuild-catalogue
   agent      enroll | run | backup (the backup agent)
   version    print the version`
 

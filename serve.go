@@ -81,7 +81,10 @@ func serve(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	guard := webhooks.NewGuard(cfg.Webhook.AllowPrivate)
-	storage := mountStorage(db, secretBox, cfg, logger) // storage_mount.go
+	storage, blobs, err := mountStorage(db, secretBox, cfg, logger) // storage_mount.go
+	if err != nil {
+		return err
+	}
 	deliveries := &webhooks.Dispatcher{Store: db, Events: db, Box: secretBox, Client: guard.Client(),
 		Logger: logger.With("component", "webhooks")}
 	// Jobs: kinds register with the runner; the API submits and streams
@@ -135,9 +138,8 @@ func serve(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
-	// Retention: the blob store's snapshots (nil until it is wired) and the
-	// endpoint repositories.
-	if err := mountRetention(runner, db, cfg, repos, nil, logger); err != nil {
+	// Retention: the blob store's snapshots and the endpoint repositories.
+	if err := mountRetention(runner, db, cfg, repos, blobSnapshots{blobs}, logger); err != nil {
 		return err
 	}
 	// Memory goes back to the OS after 30 s without a request (idle_trim.go).

@@ -2,43 +2,67 @@ package main
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
 
 	"backstop/app"
 	"backstop/app/blobstore"
+	"backstop/app/blobstore/s3backend"
 	"backstop/app/targets"
 	"backstop/app/webhooks"
 	"backstop/store"
 )
 
-// openS3Target opens an S3-compatible storage target. Until the S3 backend
-// (app/blobstore/s3backend) lands it refuses, so POST /storage-targets
-// answers 422 storage_target_unusable for kind s3; then this becomes
-// s3backend's constructor (one line).
-var openS3Target = func(ctx context.Context, s app.S3Settings) (blobstore.Backend, error) {
-	return nil, errors.New("S3 targets need the s3 backend, which this build does not have yet")
+// mountStorage builds the storage target Manager and the blob store over
+// it. S3 secrets are sealed with the data directory's secrets key (the one
+// that seals webhook secrets); the default local target is data_dir/blobs.
+// The blob store's appliance key (data_dir/blobstore.key) is created here
+// on a fresh install, so a provider administrator can download it before
+// the first backup. serve opens the Manager after the listener (creating
+// the default target on a fresh install) and closes it before the database.
+func mountStorage(db *store.DB, box *webhooks.SecretBox, cfg app.Config, logger *slog.Logger) (*targets.Manager, *blobstore.Store, error) {
+	spool := filepath.Join(cfg.DataDir, "tmp")
+	storage := targets.New(targets.Config{
+		Store: db, Box: box, DataDir: cfg.DataDir, MinFreeBytes: cfg.Storage.MinFreeBytes,
+		OpenS3: func(ctx context.Context, s app.S3Settings) (blobstore.Backend, error) {
+			return s3backend.New(ctx, s3backend.Config{Endpoint: s.Endpoint, Region: s.Region, Bucket: s.Bucket,
+				Prefix: s.Prefix, AccessKeyID: s.AccessKeyID, SecretAccessKey: s.SecretAccessKey, PathStyle: s.PathStyle,
+				TLS: s.TLS, SpoolDir: spool})
+		},
+		Logger: logger.With("component", "storage"),
+	})
+	blobs, err := openBlobStore(db, storage, cfg, logger)
+	return storage, blobs, err
 }
 
-// applianceKeyFile is the blob store's appliance key (CONTRACT §11); the
-// blob store creates it, the API offers it for download once.
-const applianceKeyFile = "blobstore.key"
-
-// mountStorage builds the storage target Manager: S3 secrets sealed with
-// the data directory's secrets key (the one that seals webhook secrets),
-// the default local target at data_dir/blobs. serve opens it after the
-// listener (creating the default target on a fresh install) and closes it
-// before the database.
-func mountStorage(db *store.DB, box *webhooks.SecretBox, cfg app.Config, logger *slog.Logger) *targets.Manager {
-	return targets.New(targets.Config{
-		Store: db, Box: box, DataDir: cfg.DataDir, MinFreeBytes: cfg.Storage.MinFreeBytes,
-		OpenS3: openS3Target, Logger: logger.With("component", "storage"),
-	})
+// openBlobStore opens the appliance key (creating it if missing) and the
+// blob store on the given targets.
+func openBlobStore(db *store.DB, t blobstore.Targets, cfg app.Config, logger *slog.Logger) (*blobstore.Store, error) {
+	key, err := blobstore.LoadApplianceKey(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	return blobstore.New(blobstore.Config{Key: key, Catalog: db, Targets: t, Logger: logger.With("component", "blobstore"),
+		TenantName: func(ctx context.Context, id string) (string, error) {
+			tn, err := db.Tenant(ctx, id)
+			if err != nil {
+				return "", err
+			}
+			return tn.Name, nil
+		}})
 }
 
 // readApplianceKey reads the appliance key file for its one download.
 func readApplianceKey(cfg app.Config) func() ([]byte, error) {
-	return func() ([]byte, error) { return os.ReadFile(filepath.Join(cfg.DataDir, applianceKeyFile)) }
+	return func() ([]byte, error) { return os.ReadFile(filepath.Join(cfg.DataDir, blobstore.KeyFileName)) }
+}
+
+// blobSnapshots is the blob store as retention sees it: collection reports
+// the bytes it freed.
+type blobSnapshots struct{ *blobstore.Store }
+
+func (b blobSnapshots) CollectGarbage(ctx context.Context, tenantID string) (int64, error) {
+	st, err := b.Store.CollectGarbage(ctx, tenantID)
+	return st.BytesFreed, err
 }

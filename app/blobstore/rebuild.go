@@ -44,14 +44,18 @@ func ReadMarker(ctx context.Context, b Backend) (string, error) {
 // Rebuild records in the catalogue everything a target holds: each
 // tenant's sealed key (ensureTenant is called first, so the tenant row
 // exists), its packs and blobs (from the index files, and from the pack
-// headers of packs no index names), and its snapshots. It is idempotent and
-// changes nothing on the target. The appliance key must be the one that
-// sealed the tenants' keys.
-func (s *Store) Rebuild(ctx context.Context, b Backend, ensureTenant func(ctx context.Context, id, name string) error) (RebuildStats, error) {
+// headers of packs no index names), and its snapshots, all as stored on
+// targetID (the target's id in this catalogue; "" means the id its marker
+// records). It is idempotent and changes nothing on the target. The
+// appliance key must be the one that sealed the tenants' keys.
+func (s *Store) Rebuild(ctx context.Context, targetID string, b Backend, ensureTenant func(ctx context.Context, id, name string) error) (RebuildStats, error) {
 	var st RebuildStats
-	targetID, err := ReadMarker(ctx, b)
+	marked, err := ReadMarker(ctx, b)
 	if err != nil {
 		return st, err
+	}
+	if targetID == "" {
+		targetID = marked
 	}
 	st.TargetID = targetID
 	var tenants []string

@@ -33,7 +33,7 @@ func TestRebuildCatalogueFromTargetAlone(t *testing.T) {
 	fresh := storetest.Open(t, t.TempDir())
 	rebuilt := f.newStore(fresh, f.key)
 	var created []string
-	st, err := rebuilt.Rebuild(ctx, f.local, func(ctx context.Context, id, name string) error {
+	st, err := rebuilt.Rebuild(ctx, "", f.local, func(ctx context.Context, id, name string) error {
 		created = append(created, id+"="+name)
 		return fresh.CreateTenant(ctx, &app.Tenant{ID: id, Name: name})
 	})
@@ -70,7 +70,7 @@ func TestRebuildCatalogueFromTargetAlone(t *testing.T) {
 		}
 	}
 	// Rebuilding twice changes nothing.
-	if _, err := rebuilt.Rebuild(ctx, f.local, func(context.Context, string, string) error { return nil }); err != nil {
+	if _, err := rebuilt.Rebuild(ctx, "", f.local, func(context.Context, string, string) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -83,7 +83,7 @@ func TestRebuildWithAnotherApplianceKeyFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	fresh := storetest.Open(t, t.TempDir())
-	_, err = f.newStore(fresh, otherKey).Rebuild(context.Background(), f.local, func(ctx context.Context, id, name string) error {
+	_, err = f.newStore(fresh, otherKey).Rebuild(context.Background(), "", f.local, func(ctx context.Context, id, name string) error {
 		return fresh.CreateTenant(ctx, &app.Tenant{ID: id, Name: name})
 	})
 	if err == nil || !strings.Contains(err.Error(), "does not open with this appliance key") {

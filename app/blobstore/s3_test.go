@@ -53,7 +53,7 @@ func TestS3TargetRoundTripGarbageAndRebuild(t *testing.T) {
 	}
 	fresh := storetest.Open(t, t.TempDir())
 	rebuilt := f.newStore(fresh, f.key)
-	st, err := rebuilt.Rebuild(ctx, b, func(ctx context.Context, id, name string) error {
+	st, err := rebuilt.Rebuild(ctx, "", b, func(ctx context.Context, id, name string) error {
 		return fresh.CreateTenant(ctx, &app.Tenant{ID: id, Name: name})
 	})
 	if err != nil || st.Snapshots != 1 || st.TargetID != "st_s3" {
