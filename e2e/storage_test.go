@@ -110,7 +110,8 @@ func freePort(t *testing.T) string {
 // target passes the check; an S3 target on a closed port fails it with the
 // appliance's reason shown in the form; a real S3 server (versitygw) is
 // added and listed OK with a tenant placed on it; another tenant is placed
-// on a target through Edit; the appliance key is downloaded once (the
+// on a target through Edit; a wrong S3 secret is refused with the old one
+// kept; the appliance key is downloaded once (the
 // bytes are data_dir/blobstore.key) and refused after with who and when;
 // a tenant's retention policy is edited (a warning for a tier of 0, the
 // appliance's error for a tier shorter than the one before), reset, and
@@ -229,6 +230,27 @@ func TestStoragePage(t *testing.T) {
 	}
 	if fmt.Sprint(placed["Versity"]) != fmt.Sprint([]string{acme}) || fmt.Sprint(placed["Second disk"]) != fmt.Sprint([]string{bakery}) {
 		t.Fatalf("placements as the API gives them: %v", placed)
+	}
+
+	// New S3 credentials are checked before they replace the old ones.
+	b.run("edit Versity", chromedp.Click(chromedp.CSS(`button[aria-label="Edit Versity"]`)))
+	b.waitText("New credentials")
+	b.fill("Secret access key", "not-the-secret")
+	b.click("Save changes")
+	value(b, "the refused credentials", chromedp.Poll[bool](`!!document.querySelector('dialog [data-testid=check-failed]')`,
+		chromedp.WithPollingTimeout(60*time.Second)))
+	refused := eval[string](b, `document.querySelector('dialog [data-testid=check-failed]').innerText`)
+	t.Logf("wrong secret: %q", refused)
+	if !strings.Contains(refused, "The old ones stay in use.") || strings.Contains(refused, "not-the-secret") {
+		t.Fatalf("the refused credentials say %q", refused)
+	}
+	b.shotViewport("22-storage-credentials-refused")
+	b.click("Cancel")
+	b.waitTrue("the dialog closed", `!document.querySelector('dialog')`)
+	b.click("Refresh")
+	b.waitRow("Versity")
+	if r := findRow(t, targetRows(b), "Versity"); r.State != "OK" {
+		t.Fatalf("after refused credentials the S3 target is %+v", r)
 	}
 
 	t.Run("appliance key", func(t *testing.T) { applianceKeySteps(t, a, b) })
