@@ -65,18 +65,39 @@ export async function api(method, path, body, opts = {}) {
     if (e.name === 'AbortError') throw e;
     throw new ApiError(0, { detail: 'The appliance could not be reached. Check the network connection and try again.' });
   }
-  const text = await res.text();
-  let data = null;
-  if (text) {
-    try { data = JSON.parse(text); } catch { data = { detail: text.slice(0, 200) }; }
+  if (!res.ok) throw await failure(res, opts);
+  return parseBody(await res.text());
+}
+
+function parseBody(text) {
+  if (!text) return null;
+  try { return JSON.parse(text); } catch { return { detail: text.slice(0, 200) }; }
+}
+
+/** The ApiError of a refused request; ends the session or refreshes the CSRF token when the answer says so. */
+async function failure(res, opts) {
+  const err = new ApiError(res.status, parseBody(await res.text()));
+  if (res.status === 401 && !opts.quiet) onSessionEnded(err);
+  if (err.code === 'csrf_failed') await refreshCsrf();
+  return err;
+}
+
+/**
+ * Calls an API route that answers a file (the appliance key) and resolves
+ * with {blob, filename}; a refusal is an ApiError as with api().
+ */
+export async function apiDownload(method, path, opts = {}) {
+  const headers = { Accept: 'application/octet-stream, application/problem+json' };
+  if (method !== 'GET' && method !== 'HEAD') headers['X-CSRF-Token'] = csrfToken;
+  let res;
+  try {
+    res = await fetch('/api/v1' + path, { method, headers, credentials: 'same-origin' });
+  } catch {
+    throw new ApiError(0, { detail: 'The appliance could not be reached. Check the network connection and try again.' });
   }
-  if (!res.ok) {
-    const err = new ApiError(res.status, data);
-    if (res.status === 401 && !opts.quiet) onSessionEnded(err);
-    if (err.code === 'csrf_failed') await refreshCsrf();
-    throw err;
-  }
-  return data;
+  if (!res.ok) throw await failure(res, opts);
+  const m = /filename="?([^";]+)"?/.exec(res.headers.get('Content-Disposition') || '');
+  return { blob: await res.blob(), filename: m ? m[1] : 'download' };
 }
 
 async function refreshCsrf() {

@@ -10,6 +10,7 @@ import { DashboardPage } from './pages/dashboard.js';
 import { TenantsPage } from './pages/tenants.js';
 import { EndpointsPage, EndpointPage } from './pages/endpoints.js';
 import { JobsPage, JobPage } from './pages/jobs.js';
+import { StoragePage } from './pages/storage.js';
 import { KeysPage } from './pages/keys.js';
 import { WebhooksPage, WebhookPage } from './pages/webhooks.js';
 import { SettingsPage } from './pages/settings.js';
@@ -24,6 +25,7 @@ const routes = [
   ['/ui/endpoints/:id', EndpointPage],
   ['/ui/jobs', JobsPage, 'Jobs', 'Overview'],
   ['/ui/jobs/:id', JobPage],
+  ['/ui/storage', StoragePage, 'Storage', 'Overview'],
   ['/ui/keys', KeysPage, 'API keys', 'Integrations'],
   ['/ui/webhooks', WebhooksPage, 'Webhooks', 'Integrations'],
   ['/ui/webhooks/:id', WebhookPage],

@@ -6,19 +6,20 @@ import { html, useState, useEffect, useRef, useCallback } from './lib.js';
 import { api, apiAll, ApiError } from './api.js';
 
 /**
- * Loads path with GET (every page of a paged list with all: true); reloads
+ * Loads path with GET (every page of a paged list with all: true; for
+ * another tenant than the menu's with tenant, '' for every tenant); reloads
  * when deps change. Returns {data, error,
  * loading, reload, path}: while a new path loads, data stays the previous
  * answer and path names the request that answer came from.
  */
-export function useApi(path, deps = [], { all = false } = {}) {
+export function useApi(path, deps = [], { all = false, tenant } = {}) {
   const [state, setState] = useState({ data: null, error: null, loading: true, path: null });
   const [tick, setTick] = useState(0);
   useEffect(() => {
     if (!path) { setState({ data: null, error: null, loading: false }); return; }
     const ctl = new AbortController();
     setState((s) => ({ ...s, loading: true }));
-    (all ? apiAll(path, { signal: ctl.signal }) : api('GET', path, undefined, { signal: ctl.signal }))
+    (all ? apiAll(path, { signal: ctl.signal, tenant }) : api('GET', path, undefined, { signal: ctl.signal, tenant }))
       .then((data) => setState({ data, error: null, loading: false, path }))
       .catch((error) => { if (error.name !== 'AbortError') setState({ data: null, error, loading: false, path }); });
     return () => ctl.abort();
@@ -83,7 +84,7 @@ export const words = {
   interrupted: 'Interrupted', cancelled: 'Cancelled', pending: 'Pending', delivered: 'Delivered', gone: 'Gone (410)',
   mailbox_backup: 'Mailbox backup', drive_backup: 'Drive backup', imap_backup: 'IMAP backup', endpoint_backup: 'Machine backup',
   endpoint_restore: 'Machine restore', restore: 'Restore', verify: 'Verify', archive_verify: 'Archive verify',
-  schedule: 'Schedule', api: 'API', web: 'Web', retry: 'Retry',
+  schedule: 'Schedule', api: 'API', web: 'Web', retry: 'Retry', retention: 'Retention',
 };
 export const word = (v) => (v && words[v]) || (v ? String(v).replace(/_/g, ' ') : '—');
 
@@ -234,6 +235,15 @@ export function Secret({ value, label }) {
 export function Progress({ percent, tone = '' }) {
   const p = Math.max(0, Math.min(100, Number(percent) || 0));
   return html`<div class=${'bar ' + tone} role="progressbar" aria-valuemin="0" aria-valuemax="100" aria-valuenow=${Math.round(p)}><span style=${{ width: p + '%' }}></span></div>`;
+}
+
+/** Hands a downloaded blob to the browser as a file named filename. */
+export function saveFile(blob, filename) {
+  const url = URL.createObjectURL(blob);
+  const a = document.createElement('a');
+  a.href = url; a.download = filename; a.style.display = 'none';
+  document.body.appendChild(a); a.click(); a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60000);
 }
 
 /** Page heading with optional actions on the right. */

@@ -1,7 +1,8 @@
 // Dashboard: one read of /status (local state only, so it is quick), then
 // the machines that need a look, most serious cause first.
 import { html } from '../lib.js';
-import { PageHead, Loaded, useApi, Time, Ago, Badge, StateBadge, Link, Empty, bytes, word, Progress } from '../ui.js';
+import { PageHead, Loaded, useApi, Time, Ago, Badge, Link, Empty, bytes, word, Progress } from '../ui.js';
+import { StorageStateBadge, storageStates } from './storage.js';
 
 // Most serious first, as in the contract's list of attention causes.
 export const attentionOrder = ['repository_damaged', 'restore_test_failed', 'last_backup_failed', 'backup_overdue', 'silent', 'never_seen'];
@@ -25,20 +26,30 @@ function VersionPanel({ v }) {
   </dl></div>`;
 }
 
-function StoragePanel({ s }) {
-  const total = s.usedBytes + s.freeBytes;
-  const pct = total ? (s.usedBytes / total) * 100 : 0;
-  return html`<div class="panel"><h2>Storage</h2>
-    <p><${Badge} tone=${s.state === 'ok' ? 'green' : 'red'}>${s.state === 'ok' ? 'Healthy' : word(s.state)}<//> ${s.targets} target${s.targets === 1 ? '' : 's'}</p>
-    <${Progress} percent=${pct} tone=${pct > 90 ? 'red' : pct > 75 ? 'yellow' : ''} />
-    <p class="small muted" style=${{ marginTop: '6px' }}>${bytes(s.usedBytes)} used · ${bytes(s.freeBytes)} free</p>
+// The storage card reads GET /storage, the answer the Storage page shows,
+// for the same tenant as the rest of the dashboard; until it arrives (or if
+// it fails) the status's storage object, the same computation, stands in.
+function StoragePanel({ summary }) {
+  const st = useApi('/storage');
+  const s = st.data;
+  const state = s ? s.state : summary.state;
+  const count = s ? s.targets.length : summary.targets;
+  const reported = s ? s.targets.some((t) => t.capacityBytes !== null) : summary.usedBytes + summary.freeBytes > 0;
+  const used = s ? s.usedBytes : summary.usedBytes;
+  const free = s ? s.freeBytes : summary.freeBytes;
+  const pct = used + free ? (used / (used + free)) * 100 : 0;
+  return html`<div class="panel" data-testid="storage-card"><h2>Storage</h2>
+    <p><${StorageStateBadge} state=${state} /> ${count} target${count === 1 ? '' : 's'}</p>
+    ${reported && html`<${Progress} percent=${pct} tone=${pct > 90 ? 'red' : pct > 75 ? 'yellow' : ''} />`}
+    <p class="small muted" style=${{ marginTop: '6px' }}>${s ? `${bytes(s.storedBytes)} stored · ` : ''}${reported ? `${bytes(free)} free` : 'free space not reported'}</p>
+    <${Link} href="/ui/storage">Open storage<//>
   </div>`;
 }
 
 function Attention({ status }) {
   const eps = useApi(status.endpoints.needingAttention > 0 ? '/endpoints?needsAttention=true' : null);
   const items = [];
-  if (status.storage.state !== 'ok') items.push({ key: 'storage', tone: 'red', label: 'Storage ' + status.storage.state, text: 'Backups cannot be written safely until storage recovers.' });
+  if (status.storage.state !== 'ok') items.push({ key: 'storage', tone: 'red', label: 'Storage ' + (storageStates[status.storage.state] || [status.storage.state])[0].toLowerCase(), text: html`Backups cannot be written safely until storage recovers. <${Link} href="/ui/storage">See the targets<//>` });
   if (status.jobs.failed24h > 0) items.push({ key: 'jobs', tone: 'red', label: `${status.jobs.failed24h} failed job${status.jobs.failed24h === 1 ? '' : 's'}`, text: html`In the last 24 hours. <${Link} href="/ui/jobs?state=failed">See the causes<//>` });
   if (eps.data) {
     const list = eps.data.items.filter((e) => e.attention && e.status === 'active')
@@ -69,7 +80,7 @@ export function DashboardPage() {
       <${Card} label="Last successful backup" value=${html`<span style=${{ fontSize: '15px' }}><${Ago} at=${s.endpoints.lastSuccessAt} /></span>`} sub=${s.verify ? html`Last verify: ${word(s.verify.state)}` : 'No verify run yet'} />
     </div>
     <${Attention} status=${s} />
-    <div class="grid2"><${StoragePanel} s=${s.storage} /><${VersionPanel} v=${s.version} /></div>
+    <div class="grid2"><${StoragePanel} summary=${s.storage} /><${VersionPanel} v=${s.version} /></div>
     ${s.endpoints.total === 0 && html`<div class="panel"><${Empty} title="No machines are backed up yet"
       action=${html`<${Link} class="button primary" href="/ui/endpoints?add=1">Add a machine<//>`}>Add a server or client: Backstop shows a one-line install command for it.<//></div>`}
   `}<//>`;

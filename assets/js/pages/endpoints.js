@@ -5,6 +5,7 @@ import { html, useState, useMemo, useEffect } from '../lib.js';
 import { api, qs } from '../api.js';
 import { PageHead, Loaded, useApi, Time, Ago, Badge, StateBadge, Field, ErrorNote, Empty, Dialog, Confirm, Secret, Link, word, tones, navigate, duration } from '../ui.js';
 import { attentionOrder } from './dashboard.js';
+import { PolicyForm, describePolicy } from './retention.js';
 
 const PAGE = 50;
 const ROWS_MARK = 'backstop:endpoints-rows';
@@ -119,6 +120,37 @@ function RecentRuns({ id }) {
   </tbody></table></div>`;
 }
 
+/**
+ * The retention policy that applies to this machine's repository: its
+ * tenant's, or its own. An own policy can be edited or dropped again.
+ */
+function EndpointRetention({ id }) {
+  const path = '/endpoints/' + encodeURIComponent(id) + '/retention';
+  const [tick, setTick] = useState(0);
+  const r = useApi(path, [tick]);
+  const [editing, setEditing] = useState(false);
+  const [error, setError] = useState(null);
+  if (r.error && r.error.unavailable) return html`<p class="muted">Retention is not available on this appliance yet.</p>`;
+  if (r.error) return html`<${ErrorNote} error=${r.error} />`;
+  if (!r.data) return html`<p class="muted">Loading the policy…</p>`;
+  const d = r.data;
+  const save = async (policy) => { const x = await api('PUT', path, { policy }); setEditing(false); setTick(tick + 1); return x.policy; };
+  const inherit = async () => {
+    setError(null);
+    try { await api('PUT', path, { policy: null }); setEditing(false); setTick(tick + 1); } catch (e) { setError(e); }
+  };
+  return html`<div data-testid="endpoint-retention">
+    <p>${d.inherited ? html`<${Badge}>Tenant’s policy<//>` : html`<${Badge} tone="blue">Own policy<//>`} ${describePolicy(d.policy)}</p>
+    <${ErrorNote} error=${error} />
+    ${editing ? html`<${PolicyForm} idPrefix=${'ep-ret-'} initial=${d.policy} save=${save} saveLabel="Save this machine’s policy">
+        <button type="button" onClick=${() => setEditing(false)}>Cancel</button><//>`
+      : html`<div class="actions" style=${{ justifyContent: 'flex-start', marginTop: 0 }}>
+        <button onClick=${() => setEditing(true)}>${d.inherited ? 'Give this machine its own policy' : 'Edit this machine’s policy'}</button>
+        ${!d.inherited && html`<button onClick=${inherit}>Use the tenant’s policy</button>`}
+        <${Link} class="button" href="/ui/storage">Tenant’s policy<//></div>`}
+  </div>`;
+}
+
 function Rename({ e, onClose }) {
   const [name, setName] = useState(e.displayName || e.hostname);
   const [error, setError] = useState(null);
@@ -159,6 +191,7 @@ export function EndpointPage({ params }) {
       </dl></div>
     </div>
     <div class="panel"><h2>Recent runs</h2><${RecentRuns} id=${e.id} /></div>
+    <div class="panel"><h2>Retention</h2><${EndpointRetention} id=${e.id} /></div>
     ${dialog === 'rename' && html`<${Rename} e=${e} onClose=${close} />`}
     ${dialog === 'revoke' && html`<${Confirm} title="Revoke this machine?" confirmLabel="Revoke machine" onClose=${close}
       act=${() => api('POST', '/endpoints/' + encodeURIComponent(e.id) + '/revoke').catch((err) => { if (err.unavailable) throw new Error('Revoking machines is not available on this appliance yet.'); throw err; })}>

@@ -5,7 +5,7 @@ import { api, qs } from '../api.js';
 import { PageHead, Loaded, useApi, Time, Badge, StateBadge, ErrorNote, Empty, Link, word, words, duration, bytes, Progress, navigate } from '../ui.js';
 
 const states = ['queued', 'running', 'succeeded', 'partial', 'failed', 'interrupted', 'cancelled'];
-const queues = ['endpoint_backup', 'endpoint_restore', 'mailbox_backup', 'drive_backup', 'imap_backup', 'restore', 'verify', 'archive_verify'];
+const queues = ['endpoint_backup', 'endpoint_restore', 'mailbox_backup', 'drive_backup', 'imap_backup', 'restore', 'verify', 'archive_verify', 'retention'];
 const finished = (s) => !['queued', 'running'].includes(s);
 
 export function JobsPage() {
