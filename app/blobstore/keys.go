@@ -5,13 +5,10 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 
 	"backstop/app"
+	"backstop/app/keyfile"
 
 	"golang.org/x/crypto/chacha20poly1305"
 )
@@ -27,15 +24,10 @@ type ApplianceKey struct {
 	aead cipher.AEAD
 }
 
-// LoadApplianceKey reads the key in dir, creating it on first use. Creation
-// writes a temporary file, syncs it and links it into place, which fails if
-// another process created the key first; that key is then used.
+// LoadApplianceKey reads the key in dir, creating it on first use
+// (keyfile.Load).
 func LoadApplianceKey(dir string) (*ApplianceKey, error) {
-	path := filepath.Join(dir, KeyFileName)
-	key, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		key, err = createKeyFile(dir, path)
-	}
+	key, err := keyfile.Load(dir, KeyFileName, chacha20poly1305.KeySize)
 	if err != nil {
 		return nil, fmt.Errorf("blob store appliance key: %w", err)
 	}
@@ -56,39 +48,6 @@ func ParseApplianceKey(key []byte) (*ApplianceKey, error) {
 
 // Bytes returns the key file's content (for the one-time download).
 func (k *ApplianceKey) Bytes() []byte { return append([]byte(nil), k.raw...) }
-
-func createKeyFile(dir, path string) ([]byte, error) {
-	key := make([]byte, chacha20poly1305.KeySize)
-	if _, err := rand.Read(key); err != nil {
-		return nil, err
-	}
-	tmp, err := os.CreateTemp(dir, KeyFileName+".tmp-*")
-	if err != nil {
-		return nil, err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return nil, err
-	}
-	if _, err := tmp.Write(key); err != nil {
-		tmp.Close()
-		return nil, err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return nil, err
-	}
-	if err := tmp.Close(); err != nil {
-		return nil, err
-	}
-	if err := os.Link(tmp.Name(), path); errors.Is(err, fs.ErrExist) {
-		return os.ReadFile(path)
-	} else if err != nil {
-		return nil, err
-	}
-	return key, syncDir(dir)
-}
 
 func tenantKeyAD(tenantID string) []byte {
 	return []byte("backstop-blobstore/v1 tenant-key " + tenantID)

@@ -6,10 +6,9 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
+
+	"backstop/app/keyfile"
 
 	"golang.org/x/crypto/chacha20poly1305"
 )
@@ -46,64 +45,17 @@ func standardKey(secret string) ([]byte, error) {
 type SecretBox struct{ aead cipher.AEAD }
 
 // OpenSecretBox loads the key from dir, creating it (mode 0600) on first
-// use. Creation writes a temporary file, syncs it and links it into place,
-// which fails if another process created the key first; that key is used.
+// use (keyfile.Load).
 func OpenSecretBox(dir string) (*SecretBox, error) {
-	path := filepath.Join(dir, KeyFileName)
-	key, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		key, err = createKeyFile(dir, path)
-	}
+	key, err := keyfile.Load(dir, KeyFileName, chacha20poly1305.KeySize)
 	if err != nil {
 		return nil, fmt.Errorf("webhook secret key: %w", err)
-	}
-	if len(key) != chacha20poly1305.KeySize {
-		return nil, fmt.Errorf("webhook secret key %s: %d bytes, want %d", path, len(key), chacha20poly1305.KeySize)
 	}
 	aead, err := chacha20poly1305.NewX(key)
 	if err != nil {
 		return nil, err
 	}
 	return &SecretBox{aead: aead}, nil
-}
-
-func createKeyFile(dir, path string) ([]byte, error) {
-	key := make([]byte, chacha20poly1305.KeySize)
-	if _, err := rand.Read(key); err != nil {
-		return nil, err
-	}
-	tmp, err := os.CreateTemp(dir, KeyFileName+".tmp-*")
-	if err != nil {
-		return nil, err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return nil, err
-	}
-	if _, err := tmp.Write(key); err != nil {
-		tmp.Close()
-		return nil, err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return nil, err
-	}
-	if err := tmp.Close(); err != nil {
-		return nil, err
-	}
-	// Link, not rename: it never replaces a key another process just made.
-	if err := os.Link(tmp.Name(), path); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return os.ReadFile(path)
-		}
-		return nil, err
-	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync() // make the new directory entry durable
-		d.Close()
-	}
-	return key, nil
 }
 
 // Seal encrypts the secret of the webhook.
