@@ -12,6 +12,7 @@ import (
 
 	"backstop/app"
 	"backstop/app/jobs"
+	"backstop/app/resticcmd"
 )
 
 // Snapshots is what a retention job needs of the blob store (IMAP,
@@ -88,16 +89,7 @@ const tempPrefix = "retention-"
 // RemoveStale removes temporary directories a crashed run left behind. Call
 // it before the runner starts.
 func (r *Retainer) RemoveStale() error {
-	dirs, err := filepath.Glob(filepath.Join(r.cfg.TempDir, tempPrefix+"*"))
-	if err != nil {
-		return err
-	}
-	for _, d := range dirs {
-		if err := os.RemoveAll(d); err != nil {
-			return err
-		}
-	}
-	return nil
+	return resticcmd.RemoveStale(r.cfg.TempDir, tempPrefix)
 }
 
 // TenantPolicy returns the tenant's policy, or the default with isDefault
@@ -399,7 +391,7 @@ func (r *Retainer) prune(ctx context.Context, e *app.Endpoint, policy Policy) (k
 		return 0, 0, 0, r.toolFailed("prepare", err)
 	}
 	defer os.RemoveAll(tmp)
-	rs := &restic{bin: r.cfg.Restic, repo: repoDir, passwordFile: passwordFile, tmp: tmp}
+	rs := newRestic(r.cfg.Restic, repoDir, passwordFile, tmp)
 
 	before, err := rs.snapshotIDs(ctx)
 	if err != nil {
@@ -433,7 +425,7 @@ func (r *Retainer) prune(ctx context.Context, e *app.Endpoint, policy Policy) (k
 		}
 		rs.unlock(ctx)
 	}
-	failed := res.exit != 0
+	failed := res.Exit != 0
 	after, err := rs.snapshotIDs(ctx)
 	if err != nil {
 		return len(before), 0, 0, err

@@ -43,6 +43,7 @@ import (
 
 	"backstop/app"
 	"backstop/app/jobs"
+	"backstop/app/resticcmd"
 )
 
 // Samples finds the files a backup sampled (app.AgentService has it).
@@ -105,16 +106,7 @@ const tempPrefix = "verify-"
 // RemoveStale removes temporary directories a crashed run left behind. Call
 // it before the runner starts, while no verify runs.
 func (v *Verifier) RemoveStale() error {
-	dirs, err := filepath.Glob(filepath.Join(v.cfg.TempDir, tempPrefix+"*"))
-	if err != nil {
-		return err
-	}
-	for _, d := range dirs {
-		if err := os.RemoveAll(d); err != nil {
-			return err
-		}
-	}
-	return nil
+	return resticcmd.RemoveStale(v.cfg.TempDir, tempPrefix)
 }
 
 // Kind is the job kind of verify runs of endpoints (POST /api/v1/verifies
@@ -264,7 +256,7 @@ func (v *Verifier) verify(ctx context.Context, run *jobs.Run, e *app.Endpoint, r
 		return toolFailed("prepare", err)
 	}
 	defer os.RemoveAll(tmp)
-	r := &restic{bin: v.cfg.Restic, repo: repoDir, passwordFile: passwordFile, tmp: tmp}
+	r := newRestic(v.cfg.Restic, repoDir, passwordFile, tmp)
 
 	// 1. The snapshot must be in the repository.
 	ids, err := r.snapshotIDs(ctx)
@@ -307,13 +299,13 @@ func (v *Verifier) verify(ctx context.Context, run *jobs.Run, e *app.Endpoint, r
 	}
 	rep.Check.Ran = true
 	switch {
-	case res.exit == 0:
+	case res.Exit == 0:
 		rep.Check.Passed = true
 	case reportsDamage(res):
 		rep.RepositoryDamaged = true
-		rep.Details = joinDetails(rep.Details, "restic check: "+tail(res.stderr))
+		rep.Details = joinDetails(rep.Details, "restic check: "+resticcmd.Tail(res.Stderr))
 	default:
-		return toolFailed("check", fmt.Errorf("restic check exited with %d: %s", res.exit, tail(res.stderr)))
+		return toolFailed("check", fmt.Errorf("restic check exited with %d: %s", res.Exit, resticcmd.Tail(res.Stderr)))
 	}
 	progress(100)
 	return nil
@@ -321,7 +313,7 @@ func (v *Verifier) verify(ctx context.Context, run *jobs.Run, e *app.Endpoint, r
 
 // restoreAndCompare restores the sampled files and records each outcome.
 func (v *Verifier) restoreAndCompare(ctx context.Context, r *restic, snap string, samples []app.SampledFile, rep *app.VerifyReport) error {
-	target := filepath.Join(r.tmp, "restore")
+	target := filepath.Join(r.Tmp, "restore")
 	paths := make([]string, len(samples))
 	for i, s := range samples {
 		paths[i] = s.Path
@@ -330,15 +322,15 @@ func (v *Verifier) restoreAndCompare(ctx context.Context, r *restic, snap string
 	if err != nil {
 		return err
 	}
-	if res.exit != 0 {
+	if res.Exit != 0 {
 		if !reportsDamage(res) {
 			// Not evidence about the backup (a full disk, a signal): the
 			// test could not be made, and missing files would be a false
 			// alarm.
-			return toolFailed("restore", fmt.Errorf("restic restore exited with %d: %s", res.exit, tail(res.stderr)))
+			return toolFailed("restore", fmt.Errorf("restic restore exited with %d: %s", res.Exit, resticcmd.Tail(res.Stderr)))
 		}
 		rep.RepositoryDamaged = true
-		rep.Details = joinDetails(rep.Details, "restic restore: "+tail(res.stderr))
+		rep.Details = joinDetails(rep.Details, "restic restore: "+resticcmd.Tail(res.Stderr))
 	}
 	for _, s := range samples {
 		f := app.VerifyFile{Path: s.Path, Size: s.Size, SHA256: s.SHA256}
