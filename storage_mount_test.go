@@ -107,3 +107,23 @@ func TestS3StorageTargetsOverHTTP(t *testing.T) {
 		t.Fatalf("list %s", r.body)
 	}
 }
+
+// Two local targets on one file system: GET /storage counts its free space
+// once, not twice.
+func TestTargetsOnOneFilesystemCountOnce(t *testing.T) {
+	a := startAppliance(t, nil)
+	session := a.signIn()
+	second := filepath.Join(a.vars["SERVICE_DATA_DIR"], "second")
+	os.MkdirAll(second, 0o700)
+	a.expect(a.call("POST", "/api/v1/storage-targets", `{"name":"Second","kind":"local","path":"`+second+`"}`, session...), 201, "")
+	r := a.call("GET", "/api/v1/storage", "", session...) // a provider administrator sees every target
+	a.expect(r, 200, "")
+	var got struct {
+		FreeBytes int64
+		Targets   []struct{ FreeBytes int64 }
+	}
+	json.Unmarshal(r.body, &got)
+	if len(got.Targets) != 2 || got.FreeBytes != got.Targets[0].FreeBytes {
+		t.Fatalf("free space of one file system counted %d times: %s", len(got.Targets), r.body)
+	}
+}

@@ -73,6 +73,9 @@ type StorageTarget struct {
 	// SealedSecret is the S3 secret access key, encrypted at rest and bound
 	// to the target's id; nil for local targets.
 	SealedSecret []byte `json:"-"`
+	// Filesystem identifies the file system of a local target, so totals
+	// count the space of targets on one file system once; "" if unknown.
+	Filesystem string `json:"-"`
 }
 
 // S3Settings are what opens an S3-compatible target, secret included. They

@@ -44,8 +44,8 @@ func (s *Server) storageRoutes() {
 // StorageOverview is the answer of GET /api/v1/storage.
 type StorageOverview struct {
 	State       string               `json:"state" enum:"ok,degraded,full,unreachable" doc:"The worst state of the listed targets (unreachable, full, degraded, ok)."`
-	UsedBytes   int64                `json:"usedBytes" doc:"Bytes in use, summed over the listed targets that can tell (S3 targets count nothing)."`
-	FreeBytes   int64                `json:"freeBytes" doc:"Bytes free, summed over the listed targets that can tell (S3 targets count nothing)."`
+	UsedBytes   int64                `json:"usedBytes" doc:"Bytes in use, summed over the listed targets that can tell (S3 targets count nothing), each file system once."`
+	FreeBytes   int64                `json:"freeBytes" doc:"Bytes free, summed over the listed targets that can tell (S3 targets count nothing), each file system once."`
 	StoredBytes int64                `json:"storedBytes" doc:"What Backstop keeps on the listed targets; for one tenant, that tenant's share."`
 	Targets     []*app.StorageTarget `json:"targets" doc:"For one tenant: the target its new data goes to (its placement, else the default) and any target still holding its data. Otherwise every target."`
 }
@@ -72,15 +72,22 @@ func (s *Server) storageOverview(ctx context.Context, tenantID string) (StorageO
 	if err != nil {
 		return o, err
 	}
+	counted := map[string]bool{} // file systems whose space is summed already
 	for _, t := range ts {
 		o.State = app.WorseStorageState(o.State, t.State)
+		o.StoredBytes += t.StoredBytes
+		if t.Filesystem != "" {
+			if counted[t.Filesystem] {
+				continue
+			}
+			counted[t.Filesystem] = true
+		}
 		if t.UsedBytes != nil {
 			o.UsedBytes += *t.UsedBytes
 		}
 		if t.FreeBytes != nil {
 			o.FreeBytes += *t.FreeBytes
 		}
-		o.StoredBytes += t.StoredBytes
 	}
 	o.Targets = nonNilSlice(ts)
 	return o, nil

@@ -22,6 +22,7 @@ import (
 // exists whole and durable or not at all, whenever the process dies.
 type Local struct {
 	root string
+	fsid string
 }
 
 // localTempDir holds files being written; names beginning with it are never
@@ -45,8 +46,16 @@ func NewLocal(dir string) (*Local, error) {
 	for _, e := range entries {
 		os.Remove(filepath.Join(dir, localTempDir, e.Name()))
 	}
-	return &Local{root: dir}, nil
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return nil, fmt.Errorf("storage directory %s: %w", dir, err)
+	}
+	return &Local{root: dir, fsid: fmt.Sprintf("%x:%x", st.Fsid.Val[0], st.Fsid.Val[1])}, nil
 }
+
+// Filesystem identifies the file system the target is on (as when it was
+// opened), so that totals count the space of one file system once.
+func (l *Local) Filesystem() string { return l.fsid }
 
 func (l *Local) String() string { return "local:" + l.root }
 

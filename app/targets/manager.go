@@ -165,9 +165,22 @@ func (m *Manager) EnsureDefault(ctx context.Context) error {
 	return nil
 }
 
-// Targets implements app.StorageTargetService.
+// Targets implements app.StorageTargetService. Local targets carry the
+// file system they are on, from when they were opened (never a new look
+// at the target).
 func (m *Manager) Targets(ctx context.Context, f app.StorageTargetFilter) ([]*app.StorageTarget, error) {
-	return m.cfg.Store.StorageTargets(ctx, f)
+	ts, err := m.cfg.Store.StorageTargets(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, t := range ts {
+		if fs, ok := m.backends[t.ID].(interface{ Filesystem() string }); ok {
+			t.Filesystem = fs.Filesystem()
+		}
+	}
+	return ts, nil
 }
 
 // Target returns one target.
