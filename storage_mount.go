@@ -43,7 +43,11 @@ func openBlobStore(db *store.DB, t blobstore.Targets, cfg app.Config, logger *sl
 	if err != nil {
 		return nil, err
 	}
-	return blobstore.New(blobstore.Config{Key: key, Catalog: db, Targets: t, Logger: logger.With("component", "blobstore"),
+	spool := filepath.Join(cfg.DataDir, "tmp")
+	if err := os.MkdirAll(spool, 0o700); err != nil {
+		return nil, err
+	}
+	s, err := blobstore.New(blobstore.Config{Key: key, Catalog: db, Targets: t, TempDir: spool, Logger: logger.With("component", "blobstore"),
 		TenantName: func(ctx context.Context, id string) (string, error) {
 			tn, err := db.Tenant(ctx, id)
 			if err != nil {
@@ -51,6 +55,10 @@ func openBlobStore(db *store.DB, t blobstore.Targets, cfg app.Config, logger *sl
 			}
 			return tn.Name, nil
 		}})
+	if err != nil {
+		return nil, err
+	}
+	return s, s.RemoveStale()
 }
 
 // readApplianceKey reads the appliance key file for its one download.

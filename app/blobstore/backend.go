@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 )
 
 // Errors a Backend reports, wrapped with the target's detail; test them with
@@ -43,6 +44,17 @@ type Backend interface {
 	Space(ctx context.Context) (Space, error)
 	// String names the target for logs and errors; it never holds secrets.
 	String() string
+}
+
+// Spooler is a Backend on a file system that takes a finished file of its
+// own as an object without copying it (the local target): packs are
+// assembled in SpoolFile and linked into place.
+type Spooler interface {
+	// SpoolFile returns a new temporary file on the target's file system.
+	SpoolFile() (*os.File, error)
+	// CreateFrom syncs and closes f (from SpoolFile) and makes it the
+	// object name, create-only like Create. f is removed in every case.
+	CreateFrom(ctx context.Context, name string, f *os.File) error
 }
 
 // Space is a target's capacity. Known is false where the target cannot

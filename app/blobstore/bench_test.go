@@ -31,11 +31,8 @@ import (
 // BLOBSTORE_BENCH_MESSAGES shrinks the corpus for a quick look.
 func BenchmarkStoreVsRestic(b *testing.B) {
 	restic := e2e.RequireTool(b, "restic", "restic")
-	corpus := b.TempDir()
-	n := 10000
-	fmt.Sscan(os.Getenv("BLOBSTORE_BENCH_MESSAGES"), &n)
-	size := writeCorpus(b, corpus, n, n/100)
-	b.Logf("corpus: %d files, %.1f MiB", n+n/100, float64(size)/(1<<20))
+	corpus, size := benchCorpus(b)
+	b.Logf("corpus: %.1f MiB", float64(size)/(1<<20))
 	for range b.N {
 		storeDir := b.TempDir()
 		storeSecs, rss, out := runStoreChild(b, corpus, storeDir)
@@ -127,6 +124,7 @@ func TestStoreBenchChild(t *testing.T) {
 		t.Skip("started by the benchmarks only")
 	}
 	f := openFixture(t, os.Getenv("BLOBSTORE_BENCH_DATA"), "")
+	f.store = f.newStoreWithPacks(0) // production's pack size
 	ctx := context.Background()
 	var files []string
 	filepath.Walk(corpus, func(p string, info os.FileInfo, err error) error {
@@ -145,7 +143,9 @@ func TestStoreBenchChild(t *testing.T) {
 	var wg sync.WaitGroup
 	var failed error
 	var mu sync.Mutex
-	for range 2 {
+	workers := 2
+	fmt.Sscan(os.Getenv("BLOBSTORE_BENCH_WORKERS"), &workers)
+	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -196,6 +196,21 @@ func TestStoreBenchChild(t *testing.T) {
 			fmt.Println(l)
 		}
 	}
+}
+
+// benchCorpus returns the corpus directory and its size in bytes. With
+// BLOBSTORE_BENCH_CORPUS_DIR set, the corpus is written there once and
+// reused by later runs (for profiling); otherwise in a temporary directory.
+func benchCorpus(b *testing.B) (string, int64) {
+	n := 10000
+	fmt.Sscan(os.Getenv("BLOBSTORE_BENCH_MESSAGES"), &n)
+	dir := os.Getenv("BLOBSTORE_BENCH_CORPUS_DIR")
+	if dir == "" {
+		dir = b.TempDir()
+	} else if size := dirBytes(dir); size > 0 {
+		return dir, size
+	}
+	return dir, writeCorpus(b, dir, n, n/100)
 }
 
 // writeCorpus writes n text messages of 2-64 KiB and a attachment messages

@@ -8,6 +8,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"runtime"
+	"slices"
 	"sync"
 
 	"backstop/app"
@@ -57,8 +59,8 @@ func snapshotName(tenantID, id string) string { return tenantPrefix(tenantID) + 
 
 var (
 	zenc = sync.OnceValue(func() *zstd.Encoder {
-		e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1),
-			zstd.WithLowerEncoderMem(true))
+		e, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)),
+			zstd.WithWindowSize(chunkMax), zstd.WithLowerEncoderMem(true)) // a blob is at most chunkMax
 		if err != nil {
 			panic(err)
 		}
@@ -80,26 +82,30 @@ func blobAD(typ byte, id app.BlobID) []byte {
 	return append(ad, id[:]...)
 }
 
+// scratch holds the compressed form of a blob while it is sealed.
+var scratch = sync.Pool{New: func() any { b := make([]byte, 0, chunkMax+1024); return &b }}
+
 // sealBlob compresses (when that saves at least 1/32) and encrypts plain,
-// appending the stored form to dst.
+// appending the stored form to dst. It encrypts in place within dst, so
+// a caller that reuses dst allocates nothing per blob.
 func (k *tenantKeys) sealBlob(dst []byte, typ byte, id app.BlobID, plain []byte) []byte {
 	payload, flag := plain, byte(flagRaw)
-	var zbuf []byte
+	zp := scratch.Get().(*[]byte)
+	defer scratch.Put(zp)
 	if len(plain) >= 64 {
-		zbuf = zenc().EncodeAll(plain, make([]byte, 0, len(plain)))
-		if len(zbuf) < len(plain)-len(plain)/32 {
-			payload, flag = zbuf, flagZstd
+		z := zenc().EncodeAll(plain, (*zp)[:0])
+		*zp = z[:0]
+		if len(z) < len(plain)-len(plain)/32 {
+			payload, flag = z, flagZstd
 		}
 	}
 	start := len(dst)
-	dst = append(dst, make([]byte, nonceSize)...)
-	if _, err := rand.Read(dst[start : start+nonceSize]); err != nil {
-		panic(err)
-	}
-	msg := make([]byte, 0, 1+len(payload)+tagSize)
-	msg = append(msg, flag)
-	msg = append(msg, payload...)
-	return k.aead.Seal(dst, dst[start:start+nonceSize], msg, blobAD(typ, id))
+	dst = slices.Grow(dst, nonceSize+1+len(payload)+tagSize)[:start+nonceSize]
+	randRead(dst[start:])
+	dst = append(dst, flag)
+	dst = append(dst, payload...)
+	head := dst[:start+nonceSize]
+	return k.aead.Seal(head, head[start:], dst[start+nonceSize:], blobAD(typ, id))
 }
 
 // openBlob decrypts and decompresses a stored blob and checks that its

@@ -98,7 +98,9 @@ func (f *fixture) newStoreWithPacks(packSize int) *blobstore.Store {
 }
 
 func (f *fixture) storeWith(db *store.DB, key *blobstore.ApplianceKey, packSize int) *blobstore.Store {
-	s, err := blobstore.New(blobstore.Config{Key: key, Catalog: db, Targets: f.targets, PackSize: packSize,
+	spool := filepath.Join(f.dir, "tmp")
+	os.MkdirAll(spool, 0o700)
+	s, err := blobstore.New(blobstore.Config{Key: key, Catalog: db, Targets: f.targets, PackSize: packSize, TempDir: spool,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		TenantName: func(ctx context.Context, id string) (string, error) {
 			tn, err := db.Tenant(ctx, id)

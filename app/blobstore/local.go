@@ -70,40 +70,53 @@ func (l *Local) path(name string) (string, error) {
 	return filepath.Join(l.root, filepath.FromSlash(name)), nil
 }
 
-// Create implements Backend.
-func (l *Local) Create(ctx context.Context, name string, r io.Reader, size int64) (err error) {
-	p, err := l.path(name)
-	if err != nil {
+var _ Spooler = (*Local)(nil)
+
+// Create implements Backend: the bytes go to a temporary file, which
+// CreateFrom links into place.
+func (l *Local) Create(ctx context.Context, name string, r io.Reader, size int64) error {
+	if _, err := l.path(name); err != nil {
 		return err
 	}
-	if _, err := os.Lstat(p); err == nil {
-		return fmt.Errorf("%s: %w", name, ErrExists)
-	}
-	f, err := os.CreateTemp(filepath.Join(l.root, localTempDir), "create-*")
+	f, err := l.SpoolFile()
 	if err != nil {
 		return l.wrap(name, err)
 	}
-	tmp := f.Name()
-	defer func() {
-		if f != nil {
-			f.Close()
-		}
-		os.Remove(tmp)
-	}()
 	n, err := io.Copy(f, ctxReader{ctx, r})
+	if err == nil && n != size {
+		err = fmt.Errorf("wrote %d bytes, expected %d", n, size)
+	}
+	if err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return l.wrap(name, err)
+	}
+	return l.CreateFrom(ctx, name, f)
+}
+
+// SpoolFile implements Spooler: a new file in the target's tmp directory.
+func (l *Local) SpoolFile() (*os.File, error) {
+	return os.CreateTemp(filepath.Join(l.root, localTempDir), "create-*")
+}
+
+// CreateFrom implements Spooler: it syncs f, links it to name (which fails
+// if name exists: create-only without a race), syncs the directory and
+// removes the temporary name.
+func (l *Local) CreateFrom(_ context.Context, name string, f *os.File) error {
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	p, err := l.path(name)
+	if err != nil {
+		f.Close()
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
 		return l.wrap(name, err)
 	}
-	if n != size {
-		return fmt.Errorf("%s: wrote %d bytes, expected %d", name, n, size)
-	}
-	if err := f.Sync(); err != nil {
-		return l.wrap(name, err)
-	}
-	if err := f.Close(); err != nil {
-		return l.wrap(name, err)
-	}
-	f = nil
 	dir := filepath.Dir(p)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return l.wrap(name, err)

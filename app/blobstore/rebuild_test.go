@@ -105,7 +105,7 @@ func TestFullTargetFailsWithStorageFull(t *testing.T) {
 	ctx := context.Background()
 	f.backup("po_1", item{"a", randomBytes(100)}) // marker and key written while there was space
 	local, _ := blobstore.NewLocal(f.local.Root())
-	f.targets.m["st_local"] = fullLocal{local}
+	f.targets.m["st_local"] = fullLocal{Backend: local}
 	w, err := f.store.NewWriter(ctx, f.tenant)
 	if err != nil {
 		t.Fatal(err)
@@ -130,14 +130,24 @@ func TestFullTargetFailsWithStorageFull(t *testing.T) {
 	if tmp, _ := os.ReadDir(filepath.Join(f.local.Root(), "tmp")); len(tmp) != 0 {
 		t.Fatalf("%d temporary files left after a full disk", len(tmp))
 	}
+	w.Close()
+	if tmp, _ := os.ReadDir(filepath.Join(f.dir, "tmp")); len(tmp) != 0 {
+		t.Fatalf("%d packs left in the spool directory", len(tmp))
+	}
+	if !strings.Contains(putErr.Error(), "writing a pack") {
+		t.Fatalf("the pack upload did not meet the full disk: %v", putErr)
+	}
 }
 
 // fullLocal is a local target whose disk has no space left: the file is
-// written to the temporary directory and the write fails like ENOSPC.
-type fullLocal struct{ *blobstore.Local }
+// written to the temporary directory and the write fails like ENOSPC. It
+// hides the local target's spooling, so packs take the path S3 targets
+// take (assembled in the store's TempDir, then copied by Create);
+// TestRealFullDisk covers the spooling path on a real full file system.
+type fullLocal struct{ blobstore.Backend }
 
 func (l fullLocal) Create(ctx context.Context, name string, r io.Reader, size int64) error {
-	return l.Local.Create(ctx, name, &enospcReader{r: r, after: size / 2}, size)
+	return l.Backend.Create(ctx, name, &enospcReader{r: r, after: size / 2}, size)
 }
 
 type enospcReader struct {

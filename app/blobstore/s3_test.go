@@ -141,10 +141,7 @@ func TestS3OutageMidBackup(t *testing.T) {
 //
 //	go test ./app/blobstore -run '^$' -bench S3StoreVsPlainPut -benchtime 1x
 func BenchmarkS3StoreVsPlainPut(b *testing.B) {
-	corpus := b.TempDir()
-	n := 10000
-	fmt.Sscan(os.Getenv("BLOBSTORE_BENCH_MESSAGES"), &n)
-	size := writeCorpus(b, corpus, n, n/100)
+	corpus, size := benchCorpus(b)
 	var files []string
 	filepath.Walk(corpus, func(p string, info os.FileInfo, err error) error {
 		if err == nil && !info.IsDir() {
@@ -155,7 +152,7 @@ func BenchmarkS3StoreVsPlainPut(b *testing.B) {
 	mb := float64(size) / (1 << 20)
 	for range b.N {
 		f := newFixture(b)
-		f.store = f.newStoreWithPacks(8 << 20)
+		f.store = f.newStoreWithPacks(0) // production's pack size
 		_, backend := withS3(b, f)
 		ctx := context.Background()
 		start := time.Now()

@@ -27,6 +27,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -53,8 +56,14 @@ type Config struct {
 	Logger  *slog.Logger
 	// PackSize is the size at which a pack is closed (default 8 MiB).
 	PackSize int
-	// Uploads is the number of pack uploads in flight per writer (default 2).
+	// Uploads is the number of pack uploads in flight per writer (default
+	// 2): uploads (and their fsyncs) overlap while the writer fills the
+	// next pack.
 	Uploads int
+	// TempDir holds packs being assembled for targets that cannot take a
+	// file of their own (S3); default os.TempDir(). Packs for a local
+	// target are assembled in the target's own temporary directory.
+	TempDir string
 	// TenantName, if set, names tenants in their key files on the target,
 	// so a rebuilt catalogue can recreate them with their names.
 	TenantName func(ctx context.Context, tenantID string) (string, error)
@@ -101,11 +110,33 @@ func New(cfg Config) (*Store, error) {
 	if cfg.PackSize <= 0 {
 		cfg.PackSize = 8 << 20
 	}
+	if cfg.TempDir == "" {
+		cfg.TempDir = os.TempDir()
+	}
 	if cfg.Uploads <= 0 {
 		cfg.Uploads = 2
 	}
 	return &Store{cfg: cfg, log: cfg.Logger, keys: map[string]*tenantKeys{}, ensured: map[string]bool{},
 		tenants: map[string]*tenantState{}}, nil
+}
+
+// spoolPrefix names the packs being assembled in TempDir.
+const spoolPrefix = "pack-"
+
+// RemoveStale removes packs a crashed process left half-assembled in
+// TempDir (those for local targets are removed by NewLocal). Call it before
+// the first writer opens.
+func (s *Store) RemoveStale() error {
+	names, err := filepath.Glob(filepath.Join(s.cfg.TempDir, spoolPrefix+"*"))
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if err := os.Remove(n); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *Store) tenant(id string) *tenantState {

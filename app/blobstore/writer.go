@@ -8,8 +8,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
+	"os"
+	"slices"
 	"sync"
+	"syscall"
 
 	"backstop/app"
 
@@ -32,8 +36,9 @@ const (
 )
 
 var (
-	smallPool = sync.Pool{New: func() any { b := make([]byte, smallItem+1); return &b }}
-	chunkPool = sync.Pool{New: func() any { b := make([]byte, 2*chunkMax); return &b }}
+	smallPool  = sync.Pool{New: func() any { b := make([]byte, smallItem+1); return &b }}
+	chunkPool  = sync.Pool{New: func() any { b := make([]byte, 2*chunkMax); return &b }}
+	sealedPool = sync.Pool{New: func() any { b := make([]byte, 0, chunkMax+blobOverhead+1024); return &b }}
 )
 
 // Content is where an item's bytes are: their size, SHA-256 and the blobs
@@ -78,14 +83,14 @@ type Writer struct {
 	backend  Backend
 
 	mu      sync.Mutex
-	cur     *packBuf
+	cur     *packFile
 	known   map[app.BlobID]struct{} // stored by this writer
 	used    map[app.BlobID]struct{} // referenced by this writer (garbage collection keeps them)
 	done    []indexPack             // uploaded, not yet in an index file
 	err     error
 	stats   WriterStats
 	closed  bool
-	uploads chan *packBuf
+	uploads chan *packFile
 	pending sync.WaitGroup // packs handed to uploaders
 	workers sync.WaitGroup
 
@@ -96,9 +101,24 @@ type Writer struct {
 	records []app.PackRecord
 }
 
-type packBuf struct {
-	data    []byte
+// packFile is a pack being assembled: blobs are written to a temporary
+// file as they come (on the target's own file system when it is local, in
+// the appliance's temporary directory otherwise), so a writer's memory does
+// not grow with the pack size or the uploads in flight.
+type packFile struct {
+	f       *os.File // nil until the first blob
+	size    int64
+	hash    hash.Hash
 	entries []app.BlobEntry
+}
+
+// discard removes the pack's temporary file.
+func (p *packFile) discard() {
+	if p != nil && p.f != nil {
+		p.f.Close()
+		os.Remove(p.f.Name())
+		p.f = nil
+	}
 }
 
 // NewWriter opens a session for the tenant on its current target, creating
@@ -121,7 +141,7 @@ func (s *Store) newWriter(ctx context.Context, tenantID string, repack bool) (*W
 		return nil, Failure(targetID, err)
 	}
 	w := &Writer{s: s, tenantID: tenantID, keys: keys, ts: s.tenant(tenantID), targetID: targetID, backend: b,
-		known: map[app.BlobID]struct{}{}, used: map[app.BlobID]struct{}{}, uploads: make(chan *packBuf), repack: repack}
+		known: map[app.BlobID]struct{}{}, used: map[app.BlobID]struct{}{}, uploads: make(chan *packFile), repack: repack}
 	w.cur = w.newPack()
 	if !repack {
 		w.ts.rw.Lock()
@@ -148,8 +168,15 @@ func (w *Writer) Stats() WriterStats {
 	return w.stats
 }
 
-func (w *Writer) newPack() *packBuf {
-	return &packBuf{data: make([]byte, 0, w.s.cfg.PackSize+chunkMax+blobOverhead)}
+func (w *Writer) newPack() *packFile { return &packFile{hash: sha256.New()} }
+
+// spool returns a new temporary file for a pack: on the target's file
+// system if it can take one, else in the appliance's temporary directory.
+func (w *Writer) spool() (*os.File, error) {
+	if sp, ok := w.backend.(Spooler); ok {
+		return sp.SpoolFile()
+	}
+	return os.CreateTemp(w.s.cfg.TempDir, spoolPrefix+"*")
 }
 
 func (w *Writer) failed() error {
@@ -245,39 +272,67 @@ func (w *Writer) add(ctx context.Context, typ byte, id app.BlobID, plain []byte)
 		return err
 	}
 
-	sealed := w.keys.sealBlob(nil, typ, id, plain)
+	sp := sealedPool.Get().(*[]byte)
+	defer sealedPool.Put(sp)
+	sealed := w.keys.sealBlob((*sp)[:0], typ, id, plain)
+	*sp = sealed[:0]
 	w.mu.Lock()
 	if _, ok := w.known[id]; ok { // another goroutine stored it meanwhile
 		w.mu.Unlock()
 		return nil
 	}
+	full, err := w.appendLocked(typ, id, sealed, int64(len(plain)))
+	if err != nil {
+		w.err = err
+		w.mu.Unlock()
+		w.s.cfg.Targets.WriteFailed(w.targetID, err)
+		return err
+	}
 	w.used[id] = struct{}{}
 	w.stats.NewBlobs++
 	w.stats.NewBytes += int64(len(plain))
-	full := w.appendLocked(typ, id, sealed, int64(len(plain)))
 	w.mu.Unlock()
 	return w.send(ctx, full)
 }
 
-// appendLocked adds a stored blob to the open pack (w.mu held) and returns
-// the pack if that filled it.
-func (w *Writer) appendLocked(typ byte, id app.BlobID, stored []byte, rawLength int64) *packBuf {
-	w.known[id] = struct{}{}
+// appendLocked writes a stored blob to the open pack (w.mu held) and
+// returns the pack if that filled it.
+func (w *Writer) appendLocked(typ byte, id app.BlobID, stored []byte, rawLength int64) (*packFile, error) {
 	p := w.cur
-	p.entries = append(p.entries, app.BlobEntry{ID: id, Type: typ, Offset: int64(len(p.data)),
-		Length: int64(len(stored)), RawLength: rawLength})
-	p.data = append(p.data, stored...)
-	if len(p.data) < w.s.cfg.PackSize {
-		return nil
+	if p.f == nil {
+		f, err := w.spool()
+		if err != nil {
+			return nil, spoolFailure(w.targetID, err)
+		}
+		p.f = f
+	}
+	if _, err := p.f.Write(stored); err != nil {
+		return nil, spoolFailure(w.targetID, err)
+	}
+	p.hash.Write(stored)
+	w.known[id] = struct{}{}
+	p.entries = append(p.entries, app.BlobEntry{ID: id, Type: typ, Offset: p.size, Length: int64(len(stored)), RawLength: rawLength})
+	p.size += int64(len(stored))
+	if p.size < int64(w.s.cfg.PackSize) {
+		return nil, nil
 	}
 	w.cur = w.newPack()
 	w.pending.Add(1)
-	return p
+	return p, nil
+}
+
+// spoolFailure is the failure of writing a pack's temporary file: a full
+// disk is storage.full like a full target.
+func spoolFailure(targetID string, err error) error {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		err = fmt.Errorf("%w (%v)", ErrFull, err)
+	}
+	return Failure(targetID, fmt.Errorf("writing a pack: %w", err))
 }
 
 // send hands a full pack to the uploaders; it blocks while they are busy,
 // which bounds the memory a writer holds.
-func (w *Writer) send(ctx context.Context, p *packBuf) error {
+func (w *Writer) send(ctx context.Context, p *packFile) error {
 	if p == nil {
 		return nil
 	}
@@ -285,6 +340,7 @@ func (w *Writer) send(ctx context.Context, p *packBuf) error {
 	case w.uploads <- p:
 		return nil
 	case <-ctx.Done():
+		p.discard()
 		w.pending.Done()
 		w.setErr(ctx.Err())
 		return ctx.Err()
@@ -303,8 +359,14 @@ func (w *Writer) appendStored(ctx context.Context, e app.BlobEntry, stored []byt
 		w.mu.Unlock()
 		return nil
 	}
-	full := w.appendLocked(e.Type, e.ID, stored, e.RawLength)
+	full, err := w.appendLocked(e.Type, e.ID, stored, e.RawLength)
+	if err != nil {
+		w.err = err
+	}
 	w.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	return w.send(ctx, full)
 }
 
@@ -322,18 +384,32 @@ func (w *Writer) uploader() {
 	defer w.workers.Done()
 	for p := range w.uploads {
 		w.upload(p)
+		p.discard()
 		w.pending.Done()
 	}
 }
 
-func (w *Writer) upload(p *packBuf) {
+func (w *Writer) upload(p *packFile) {
 	if w.failed() != nil {
 		return
 	}
 	ctx := context.Background()
-	p.data = append(p.data, w.keys.packTrailer(p.entries)...)
-	id := packID(p.data)
-	err := w.backend.Create(ctx, packName(w.tenantID, id), bytes.NewReader(p.data), int64(len(p.data)))
+	trailer := w.keys.packTrailer(p.entries)
+	if _, err := p.f.Write(trailer); err != nil {
+		w.setErr(spoolFailure(w.targetID, err))
+		return
+	}
+	p.hash.Write(trailer)
+	size := p.size + int64(len(trailer))
+	id := hex.EncodeToString(p.hash.Sum(nil))
+	name := packName(w.tenantID, id)
+	var err error
+	if sp, ok := w.backend.(Spooler); ok {
+		err = sp.CreateFrom(ctx, name, p.f)
+		p.f = nil // CreateFrom closed and removed it
+	} else if _, err = p.f.Seek(0, io.SeekStart); err == nil {
+		err = w.backend.Create(ctx, name, p.f, size)
+	}
 	if errors.Is(err, ErrExists) {
 		err = nil // the same bytes: the name is their hash
 	}
@@ -342,8 +418,8 @@ func (w *Writer) upload(p *packBuf) {
 		w.setErr(Failure(w.targetID, fmt.Errorf("writing a pack to storage target: %w", err)))
 		return
 	}
-	rec := app.PackRecord{TenantID: w.tenantID, PackID: id, TargetID: w.targetID, Size: int64(len(p.data)),
-		CreatedAt: w.s.now(), Blobs: p.entries}
+	rec := app.PackRecord{TenantID: w.tenantID, PackID: id, TargetID: w.targetID, Size: size,
+		CreatedAt: w.s.now(), Blobs: slices.Clone(p.entries)}
 	if !w.repack {
 		if err := w.s.cfg.Catalog.AddPacks(ctx, []app.PackRecord{rec}); err != nil {
 			w.setErr(err)
@@ -354,7 +430,7 @@ func (w *Writer) upload(p *packBuf) {
 	if w.repack {
 		w.records = append(w.records, rec)
 	}
-	w.done = append(w.done, indexPack{ID: id, Size: rec.Size, Entries: p.entries})
+	w.done = append(w.done, indexPack{ID: id, Size: rec.Size, Entries: rec.Blobs})
 	w.stats.StoredBytes += rec.Size
 	w.stats.Packs++
 	w.mu.Unlock()
@@ -365,7 +441,7 @@ func (w *Writer) upload(p *packBuf) {
 // returns nil, everything put so far is durable and in the catalogue.
 func (w *Writer) Flush(ctx context.Context) error {
 	w.mu.Lock()
-	var p *packBuf
+	var p *packFile
 	if len(w.cur.entries) > 0 && w.err == nil {
 		p, w.cur = w.cur, w.newPack()
 		w.pending.Add(1)
@@ -416,6 +492,9 @@ func (w *Writer) Close() error {
 	w.mu.Unlock()
 	close(w.uploads)
 	w.workers.Wait()
+	w.mu.Lock()
+	w.cur.discard() // blobs put but never flushed: nothing names them
+	w.mu.Unlock()
 	if w.repack {
 		return nil
 	}
