@@ -108,6 +108,7 @@ func serve(ctx context.Context, args []string, e env) error {
 	if err := mountVerify(runner, db, cfg, logger); err != nil {
 		return err
 	}
+	protected := mountProtect(runner, db, secretBox, blobs, logger) // protect_mount.go
 	ui, err := assets.New()
 	if err != nil {
 		return err
@@ -118,6 +119,8 @@ func serve(ctx context.Context, args []string, e env) error {
 		Ping:     db.Ping,
 		JobStore: db, JobRunner: runner, JobFeed: runner.Broker(), VerifyReports: db, Retention: db,
 		Storage: storage, ApplianceKey: readApplianceKey(cfg), ApplianceKeys: db,
+		Sources: protected, Protected: db, Snapshots: protected, Directory: db,
+		ProtectionChanged: func() { syncProtectSchedules(runner, db, logger) },
 	}, restapi.Options{
 		Edition: cfg.Edition, PublicURL: cfg.PublicURL, DataDir: cfg.DataDir,
 		RateLimit: cfg.API.RateLimit, RateWindow: cfg.API.RateWindow, TrustedProxies: proxies,
@@ -196,6 +199,7 @@ func serve(ctx context.Context, args []string, e env) error {
 	crons.AddFunc("*/10 * * * *", func() {
 		syncVerifySchedules(runner, db, logger)
 		syncRetentionSchedules(runner, db, logger)
+		syncProtectSchedules(runner, db, logger)
 	})
 	srv.RegisterOnShutdown(api.CloseStreams)
 
@@ -222,6 +226,7 @@ func serve(ctx context.Context, args []string, e env) error {
 	}
 	syncVerifySchedules(runner, db, logger) // then every 10 minutes from cron
 	syncRetentionSchedules(runner, db, logger)
+	syncProtectSchedules(runner, db, logger)
 
 	select {
 	case err := <-errc:

@@ -154,19 +154,8 @@ func (e *Endpoint) View(now time.Time, rules EndpointRules) EndpointView {
 	}
 
 	overdue := e.Overdue(now)
-	v.Readiness = Readiness{CheckedAt: AtPtr(e.VerifyCheckedAt), Overdue: overdue}
-	switch {
-	case e.LastSnapshotID == "":
-		v.Readiness.State = ReadinessNoBackup
-	case e.VerifyState == VerifyFailed || e.RepositoryDamaged:
-		v.Readiness.State = ReadinessRed
-	case e.VerifyPassedSnapshotID == "":
-		v.Readiness.State = ReadinessUnverified
-	case e.VerifyPassedSnapshotID != e.LastSnapshotID || overdue:
-		v.Readiness.State = ReadinessYellow
-	default:
-		v.Readiness.State = ReadinessGreen
-	}
+	v.Readiness = VerifyFacts{LastSnapshotID: e.LastSnapshotID, VerifyState: e.VerifyState, VerifyCheckedAt: e.VerifyCheckedAt,
+		VerifyPassedSnapshotID: e.VerifyPassedSnapshotID, RepositoryDamaged: e.RepositoryDamaged}.Readiness(overdue)
 
 	if e.Status == EndpointRevoked {
 		return v
@@ -199,15 +188,53 @@ func (e *Endpoint) View(now time.Time, rules EndpointRules) EndpointView {
 // Overdue reports whether no backup succeeded within the schedule interval
 // plus a grace of half an interval.
 func (e *Endpoint) Overdue(now time.Time) bool {
-	interval := ScheduleInterval(e.Schedule, now)
+	return overdue(e.Schedule, e.CreatedAt, e.LastSuccessAt, now)
+}
+
+// overdue is the one rule for endpoints and protected objects: no success
+// within the schedule interval plus half an interval, counted from the last
+// success, or from creation when there is none. No schedule: never overdue.
+func overdue(schedule string, created time.Time, lastSuccess *time.Time, now time.Time) bool {
+	interval := ScheduleInterval(schedule, now)
 	if interval <= 0 {
 		return false // no schedule: only on-demand backups, never overdue
 	}
-	since := e.CreatedAt
-	if e.LastSuccessAt != nil {
-		since = *e.LastSuccessAt
+	since := created
+	if lastSuccess != nil {
+		since = *lastSuccess
 	}
 	return now.Sub(since) > interval+interval/2
+}
+
+// VerifyFacts are the stored facts readiness is decided from, shared by
+// endpoints and protected objects.
+type VerifyFacts struct {
+	LastSnapshotID         string // newest snapshot
+	VerifyState            string // "", passed, failed: the latest verify
+	VerifyCheckedAt        *time.Time
+	VerifyPassedSnapshotID string // snapshot of the latest verify that passed
+	RepositoryDamaged      bool
+}
+
+// Readiness decides readiness, first that applies: no_backup (no snapshot
+// yet); red (the latest verify failed, or the repository is damaged);
+// unverified (no verify has passed yet); yellow (the last passing verify is
+// of an older snapshot than the newest, or a backup is overdue); green.
+func (f VerifyFacts) Readiness(overdue bool) Readiness {
+	r := Readiness{CheckedAt: AtPtr(f.VerifyCheckedAt), Overdue: overdue}
+	switch {
+	case f.LastSnapshotID == "":
+		r.State = ReadinessNoBackup
+	case f.VerifyState == VerifyFailed || f.RepositoryDamaged:
+		r.State = ReadinessRed
+	case f.VerifyPassedSnapshotID == "":
+		r.State = ReadinessUnverified
+	case f.VerifyPassedSnapshotID != f.LastSnapshotID || overdue:
+		r.State = ReadinessYellow
+	default:
+		r.State = ReadinessGreen
+	}
+	return r
 }
 
 // ScheduleInterval returns the time between two consecutive runs of a cron

@@ -59,6 +59,10 @@ var statusByCode = map[string]int{
 	app.EINVALID:               http.StatusUnprocessableEntity,
 	"webhook_target_refused":   http.StatusUnprocessableEntity,
 	app.ESTORAGEUNUSABLE:       http.StatusUnprocessableEntity,
+	app.ESOURCEAUTH:            http.StatusUnprocessableEntity,
+	app.ESOURCETLS:             http.StatusUnprocessableEntity,
+	app.ESOURCEUNREACHABLE:     http.StatusUnprocessableEntity,
+	app.ESOURCECHECK:           http.StatusUnprocessableEntity,
 	app.ERATELIMITED:           http.StatusTooManyRequests,
 	app.EINTERNAL:              http.StatusInternalServerError,
 	app.ENOTIMPLEMENTED:        http.StatusNotImplemented,
@@ -128,7 +132,7 @@ func humaError(status int, msg string, errs ...error) huma.StatusError {
 			if name, ok := missingProperty(ed.Message); ok {
 				loc, value = loc+"."+name, nil
 			}
-			p.Errors = append(p.Errors, ProblemError{Location: loc, Message: ed.Message, Value: value})
+			p.Errors = append(p.Errors, ProblemError{Location: loc, Message: ed.Message, Value: redactValue(loc, value)})
 		} else {
 			p.Errors = append(p.Errors, ProblemError{Message: err.Error()})
 		}
@@ -171,4 +175,34 @@ func missingProperty(msg string) (string, bool) {
 	}
 	name, ok = strings.CutSuffix(name, " to be present")
 	return name, ok && name != ""
+}
+
+// secretField matches the names of request fields that carry secrets
+// (password, clientSecret, secretAccessKey, token, …).
+func secretField(name string) bool {
+	n := strings.ToLower(name)
+	return strings.Contains(n, "password") || strings.Contains(n, "secret") || strings.Contains(n, "token")
+}
+
+// redactValue keeps secrets out of the values validation errors echo: huma
+// reports an unexpected property with the whole object around it, which
+// may hold a password the caller sent.
+func redactValue(loc string, v any) any {
+	if i := strings.LastIndexByte(loc, '.'); secretField(loc[i+1:]) && v != nil {
+		return "[redacted]"
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return v
+	}
+	out := make(map[string]any, len(m))
+	for k, x := range m {
+		if secretField(k) {
+			x = "[redacted]"
+		} else if _, nested := x.(map[string]any); nested {
+			x = redactValue(k, x)
+		}
+		out[k] = x
+	}
+	return out
 }

@@ -240,6 +240,9 @@ func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) panicked(w http.ResponseWriter, r *http.Request, v any) {
+	if v == http.ErrAbortHandler {
+		panic(v) // a handler cutting its answer short on purpose (a damaged download)
+	}
 	st := stateFrom(r.Context())
 	s.opts.Logger.Error("panic serving request", slog.String("request_id", st.id), slog.Any("panic", v),
 		slog.String("stack", string(debug.Stack())))

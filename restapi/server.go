@@ -72,6 +72,17 @@ type Services struct {
 	// answers 503.
 	ApplianceKey  func() ([]byte, error)
 	ApplianceKeys app.ApplianceKeyDownloads
+
+	// Sources, Protected, Snapshots and Directory serve /sources,
+	// /protected-objects (with snapshots and items) and /directory; nil
+	// answers 501 (lists of snapshots: empty). ProtectionChanged, if set,
+	// is called after PUT /directory/{id}/protection (backup schedules
+	// follow protection).
+	Sources           app.SourceService
+	Protected         app.ProtectedObjectService
+	Snapshots         app.SnapshotBrowser
+	Directory         app.DirectoryService
+	ProtectionChanged func()
 }
 
 // Options are the server's settings, fixed at start-up.
@@ -189,6 +200,11 @@ func (s *Server) routes() {
 	// session, provider administrators).
 	s.storageRoutes()
 
+	// Protected objects, snapshots and items (items:read; a download
+	// restore:write) and the directory (users:read, users:write).
+	s.protectedRoutes()
+	s.directoryRoutes()
+
 	// Webhooks (webhooks:manage): CRUD, rotate-secret, test, deliveries, replay.
 	s.webhookRoutes()
 
@@ -215,6 +231,7 @@ func (s *Server) routes() {
 	op(s, http.MethodGet, "settings.get", "/api/v1/settings", accessSession, "", "Read settings", s.getSettings)
 	op(s, http.MethodPatch, "settings.update", "/api/v1/settings", accessSession, "", "Change settings", s.updateSettings)
 	op(s, http.MethodGet, "audit.list", "/api/v1/audit", accessSession, "", "The audit log, newest first", s.listAudit)
+	s.sourceRoutes()    // GET, POST /sources; PATCH, DELETE /sources/{id}
 	s.retentionRoutes() // GET, PUT /retention; GET, PUT /endpoints/{id}/retention; POST /retention/run
 }
 

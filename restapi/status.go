@@ -25,13 +25,7 @@ type StatusSummary struct {
 }
 
 // ProtectedCounts counts protected objects (mailboxes, drives, IMAP accounts).
-type ProtectedCounts struct {
-	Total            int `json:"total"`
-	Mailboxes        int `json:"mailboxes"`
-	Drives           int `json:"drives"`
-	IMAP             int `json:"imap"`
-	NeedingAttention int `json:"needingAttention"`
-}
+type ProtectedCounts = app.ProtectedCounts
 
 // StorageSummary is the state of the storage targets, as GET /storage
 // reports it for the same caller.
@@ -89,6 +83,17 @@ func (s *Server) getStatus(ctx context.Context, _ *struct{}) (*statusOutput, err
 	}
 	b.Storage = StorageSummary{Targets: len(storage.Targets), State: storage.State, UsedBytes: storage.UsedBytes,
 		FreeBytes: storage.FreeBytes}
+	if s.Protected != nil {
+		objs, err := s.Protected.ProtectedObjects(ctx, app.ProtectedObjectFilter{TenantID: p.tenantID})
+		if err != nil {
+			return nil, err
+		}
+		views := make([]app.ProtectedObjectView, len(objs))
+		for i, o := range objs {
+			views[i] = o.View(now)
+		}
+		b.ProtectedObjects = app.CountProtectedObjects(views)
+	}
 	b.Archive = ArchiveSummary{ChainState: "empty"}
 	return out, nil
 }
