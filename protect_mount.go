@@ -44,6 +44,7 @@ func mountProtect(runner *jobs.Runner, db *store.DB, box *webhooks.SecretBox, bl
 		SchedulesChanged: sync, Logger: logger.With("component", "protect")})
 	runner.Register(m.BackupKind())
 	runner.Register(m.VerifyKind())
+	runner.Register(m.RestoreKind())
 	return m
 }
 

@@ -158,9 +158,10 @@ func (s *Server) startVerify(ctx context.Context, in *startVerifyInput) (*startJ
 
 func (s *Server) startRestore(ctx context.Context, in *startRestoreInput) (*startJobOutput, error) {
 	params, err := json.Marshal(struct {
+		SnapshotID  string          `json:"snapshotId"`
 		Items       []string        `json:"items,omitempty"`
 		Destination json.RawMessage `json:"destination,omitempty"`
-	}{in.Body.Items, in.Body.Destination})
+	}{in.Body.SnapshotID, in.Body.Items, in.Body.Destination})
 	if err != nil {
 		return nil, err
 	}

@@ -57,6 +57,42 @@ type fakeEngine struct {
 	backupErr error
 	prevSeen  []int // len(prev) of each backup call
 	checked   []imapbackup.Account
+	restores  []restoreCall
+}
+
+// restoreCall is what the fake engine was asked to restore, with the bytes
+// the opener gave for each message.
+type restoreCall struct {
+	account imapbackup.Account
+	req     imapbackup.RestoreRequest
+	bytes   map[string][]byte // item id -> content
+}
+
+func (f *fakeEngine) Restore(ctx context.Context, a imapbackup.Account, req imapbackup.RestoreRequest, open imapbackup.Opener,
+	progress imapbackup.Progress) (*imapbackup.RestoreResult, error) {
+	call := restoreCall{account: a, req: req, bytes: map[string][]byte{}}
+	res := &imapbackup.RestoreResult{}
+	for _, it := range req.Items {
+		if it.Kind != "message" {
+			continue
+		}
+		r, err := open(ctx, it.Content)
+		if err != nil {
+			return nil, err
+		}
+		b, err := io.ReadAll(r)
+		r.Close()
+		if err != nil {
+			return nil, err
+		}
+		call.bytes[it.ID] = b
+		res.Restored++
+		progress(app.JobProgress{Phase: "transferring", ItemsDone: res.Restored})
+	}
+	f.mu.Lock()
+	f.restores = append(f.restores, call)
+	f.mu.Unlock()
+	return res, nil
 }
 
 func (f *fakeEngine) Check(_ context.Context, a imapbackup.Account) error {
@@ -157,11 +193,12 @@ func newFixture(t *testing.T) *fixture {
 		{folder: "Archive/2024", uid: 3, subject: "Invoice 2024", from: "billing@vendor.example", body: []byte{}},
 	}, failUIDs: []uint32{99}}
 	f.m = protect.New(protect.Config{Sources: f.db, Objects: f.db, Box: box, Blobs: f.blobs, Catalog: f.db,
-		Engine: protect.Engine{Check: f.engine.Check, Backup: f.engine.Backup}, Now: f.clock.Now,
+		Engine: protect.Engine{Check: f.engine.Check, Backup: f.engine.Backup, Restore: f.engine.Restore}, Now: f.clock.Now,
 		Logger: slog.New(slog.DiscardHandler)})
 	f.runner = jobs.New(jobs.Config{Store: f.db, Schedules: f.db, Now: f.clock.Now, Logger: slog.New(slog.DiscardHandler)})
 	f.runner.Register(f.m.BackupKind())
 	f.runner.Register(f.m.VerifyKind())
+	f.runner.Register(f.m.RestoreKind())
 	if err := f.runner.Open(context.Background()); err != nil {
 		t.Fatal(err)
 	}
