@@ -157,6 +157,7 @@ ssl_key = <%[1]s/key.pem
 disable_plaintext_auth = no
 auth_mechanisms = plain login
 auth_cache_size = 0
+auth_failure_delay = 0
 mail_location = maildir:%[1]s/mail/%%u
 mail_max_userip_connections = 50
 namespace inbox {
