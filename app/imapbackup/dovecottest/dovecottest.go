@@ -26,6 +26,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -112,30 +113,35 @@ func Start(t testing.TB) *Server {
 		var out bytes.Buffer
 		s.cmd = exec.Command(bin, "-F", "-c", confPath)
 		s.cmd.Stdout, s.cmd.Stderr = &out, &out
+		s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // its children share the group
 		if err := s.cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
 		exited := make(chan struct{})
 		go func() { s.cmd.Wait(); close(exited) }()
 		if waitListening(s.Host, s.Port, exited) && waitListening(s.Host, s.TLSPort, exited) {
-			t.Cleanup(func() {
-				s.cmd.Process.Signal(os.Interrupt)
-				select {
-				case <-exited:
-				case <-time.After(10 * time.Second):
-					s.cmd.Process.Kill()
-					<-exited
-				}
-			})
+			t.Cleanup(func() { s.stop(exited) })
 			return s
 		}
-		s.cmd.Process.Kill()
-		<-exited
+		s.stop(exited)
 		if attempt == 2 {
 			log, _ := os.ReadFile(filepath.Join(dir, "dovecot.log"))
 			t.Fatalf("dovecot did not start: %s\n%s", out.String(), log)
 		}
 	}
+}
+
+// stop ends the master (SIGTERM) and then its whole process group: the
+// master alone can take seconds to wind its children down.
+func (s *Server) stop(exited <-chan struct{}) {
+	pgid := s.cmd.Process.Pid
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(500 * time.Millisecond):
+	}
+	syscall.Kill(-pgid, syscall.SIGKILL)
+	<-exited
 }
 
 // CONDSTORE and QRESYNC are built into Dovecot 2.3's imap (no plugin); the
@@ -285,8 +291,12 @@ func (s *Server) AddUser(name, password string) {
 	}
 }
 
-// SetPassword changes a user's password at the server.
-func (s *Server) SetPassword(name, password string) { s.AddUser(name, password) }
+// SetPassword changes a user's password at the server. Dovecot looks at
+// the passwd-file at most once a second, so it waits that long.
+func (s *Server) SetPassword(name, password string) {
+	s.AddUser(name, password)
+	time.Sleep(1100 * time.Millisecond)
+}
 
 // Maildir returns the maildir of a user's folder on disk ("" or "INBOX" is
 // the inbox; other names use the "." separator and ASCII only, as maildir++
