@@ -20,8 +20,7 @@ import (
 )
 
 // Fetch batching: one UID FETCH asks for at most batchMessages messages or
-// batchBytes bytes, which bounds what a dropped connection costs; the next
-// batch is sent before the current one is read, so the server never waits.
+// batchBytes bytes, which bounds what a dropped connection costs.
 const (
 	batchMessages = 2000
 	batchBytes    = 64 << 20
@@ -339,25 +338,35 @@ func (b *backupRun) listFolder(incremental bool, oldNext uint32, oldModSeq uint6
 		changed = b.s.c.Fetch(old, &imap.FetchOptions{UID: true, Flags: true, ModSeq: true, ChangedSince: oldModSeq})
 	}
 	fresh := b.s.c.Fetch(allUIDs(oldNext), &imap.FetchOptions{UID: true, RFC822Size: true})
+	// The answers may come interleaved (Dovecot runs commands in
+	// parallel), and go-imap hands each FETCH's messages to a channel of
+	// its own: read them all at once.
+	var wg sync.WaitGroup
+	changedList, freshList := map[uint32]listed{}, map[uint32]listed{}
+	var changedErr, freshErr error
+	if changed != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); changedErr = b.collectListing(changed, changedList, 0) }()
+	}
+	wg.Add(1)
+	go func() { defer wg.Done(); freshErr = b.collectListing(fresh, freshList, oldNext) }()
 	sd, err := search.Wait()
-	if err != nil {
-		if changed != nil {
-			changed.Close()
+	wg.Wait()
+	for _, e := range []error{err, changedErr, freshErr} {
+		if e != nil {
+			return nil, e
 		}
-		fresh.Close()
-		return nil, err
 	}
 	for _, uid := range sd.AllUIDs() {
 		out[uint32(uid)] = listed{}
 	}
-	if changed != nil {
-		if err := b.collectListing(changed, out, 0); err != nil {
-			fresh.Close()
-			return nil, err
+	for uid, l := range changedList {
+		if _, ok := out[uid]; ok {
+			out[uid] = l
 		}
 	}
-	if err := b.collectListing(fresh, out, oldNext); err != nil {
-		return nil, err
+	for uid, l := range freshList {
+		out[uid] = l
 	}
 	return out, nil
 }
@@ -477,21 +486,16 @@ func (b *backupRun) fetchMessages(f folderState, uidValidity uint32, uids []uint
 	var fetchErr error
 	opts := &imap.FetchOptions{UID: true, Flags: true, InternalDate: true, ModSeq: b.condstore,
 		BodySection: []*imap.FetchItemBodySection{{Peek: true}}}
-	next := b.s.c.Fetch(batches[0], opts)
-	b.fetches++
-	for i := range batches {
-		cmd := next
-		if i+1 < len(batches) {
-			next = b.s.c.Fetch(batches[i+1], opts)
-			b.fetches++
-		}
-		got, err := b.readBodies(ctx, cmd, jobs)
+	// One command at a time: Dovecot runs pipelined FETCH commands in
+	// parallel and interleaves their answers, and go-imap's single reader
+	// waits for each literal to be consumed, so a second command in
+	// flight could block the first. A batch's round trip is negligible.
+	for _, set := range batches {
+		b.fetches++
+		got, err := b.readBodies(ctx, b.s.c.Fetch(set, opts), jobs)
 		msgs = append(msgs, got...)
 		if err != nil {
 			fetchErr = err
-			if i+1 < len(batches) {
-				next.Close()
-			}
 			break
 		}
 	}
