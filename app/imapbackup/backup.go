@@ -464,7 +464,7 @@ func (b *backupRun) fetchMessages(f folderState, uidValidity uint32, uids []uint
 
 	ctx, cancel := context.WithCancel(b.ctx)
 	defer cancel()
-	jobs := make(chan storeJob, 8)
+	jobs := make(chan storeJob, 2)
 	var wg sync.WaitGroup
 	var storeErr error
 	var errOnce sync.Once
@@ -576,29 +576,29 @@ func (b *backupRun) readBodies(ctx context.Context, cmd *imapclient.FetchCommand
 					continue
 				}
 				m.gotBody = true
+				// go-imap passes a connection's EOF inside a literal on
+				// as a plain EOF: a cut message must not pass as whole.
+				lit := &exactReader{r: it.Literal, left: it.Literal.Size()}
 				if jobs != nil && it.Literal.Size() <= bufferedMax {
 					bp := bodyPool.Get().(*[]byte)
 					buf := (*bp)[:0]
-					buf, err := readAllInto(buf, it.Literal)
+					buf, err := readAllInto(buf, lit)
 					*bp = buf
 					if err != nil {
 						bodyPool.Put(bp)
-						cmd.Close()
-						return out, err
+						return out, b.abandon(err)
 					}
 					async = true
 					select {
 					case jobs <- storeJob{m: m, buf: bp}:
 					case <-ctx.Done():
 						bodyPool.Put(bp)
-						cmd.Close()
-						return out, ctx.Err()
+						return out, b.abandon(ctx.Err())
 					}
 				} else {
-					b.store(ctx, m, it.Literal)
+					b.store(ctx, m, lit)
 					if m.err != nil {
-						cmd.Close()
-						return out, m.err
+						return out, b.abandon(m.err)
 					}
 				}
 			}
@@ -613,6 +613,17 @@ func (b *backupRun) readBodies(ctx context.Context, cmd *imapclient.FetchCommand
 		<-m.done
 	}
 	return out, err
+}
+
+// abandon ends a FETCH that failed in the middle of a literal by closing
+// the connection. Draining the command instead (FetchCommand.Close) would
+// read the broken literal again while go-imap's reader goroutine has moved
+// on: a data race inside go-imap (found by -race in
+// TestBackupConnectionDropped). The run ends with err anyway. The workers
+// may still hold messages of this FETCH; they finish on their own.
+func (b *backupRun) abandon(err error) error {
+	b.s.conn.Close()
+	return err
 }
 
 // store puts one message's bytes into the blob store, keeping its header.
@@ -644,6 +655,21 @@ func readAllInto(buf []byte, r io.Reader) ([]byte, error) {
 			return buf, err
 		}
 	}
+}
+
+// exactReader turns an early EOF into io.ErrUnexpectedEOF.
+type exactReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (e *exactReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	e.left -= int64(n)
+	if err == io.EOF && e.left > 0 {
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
 }
 
 type bytesReader struct {

@@ -45,6 +45,8 @@ type fixture struct {
 	tenant string
 	srv    *dovecottest.Server
 	acct   Account
+	// lastSnapshot is the id of the snapshot the last backup committed.
+	lastSnapshot string
 }
 
 func newFixture(t testing.TB) *fixture {
@@ -108,6 +110,7 @@ func (f *fixture) tryBackup(ctx context.Context, a Account, prev []blobstore.Ite
 	if err != nil {
 		f.t.Fatal(err)
 	}
+	f.lastSnapshot = snap.ID
 	var items []blobstore.Item
 	if err := f.store.Items(ctx, snap.ID, func(it blobstore.Item) error { items = append(items, it); return nil }); err != nil {
 		f.t.Fatal(err)

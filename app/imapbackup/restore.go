@@ -26,8 +26,8 @@ import (
 // larger than appendStreamed streams from the store in a command of its
 // own. Two commands are in flight at once.
 const (
-	appendBatch      = 100
-	appendBatchBytes = 4 << 20
+	appendBatch      = 500
+	appendBatchBytes = 8 << 20
 	appendStreamed   = 1 << 20
 	appendInFlight   = 2
 )
