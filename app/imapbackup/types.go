@@ -57,6 +57,10 @@ type FolderMeta struct {
 	UIDNext       uint32 `json:"uidNext"`
 	HighestModSeq uint64 `json:"highestModSeq,omitempty"`
 	Messages      uint32 `json:"messages"`
+	// Mailbox is the folder's name on the server (decoded from modified
+	// UTF-7, with the server's delimiter), what a restore or a later
+	// backup addresses.
+	Mailbox string `json:"mailbox,omitempty"`
 }
 
 // ItemFailure is one message that could not be backed up or restored; the
