@@ -355,6 +355,13 @@ func TestEmailAccounts(t *testing.T) {
 		t.Errorf("the verify ended %q:\n%s", state, b.text())
 	}
 
+	// The dashboard counts the account and links to the list.
+	b.click("Dashboard")
+	b.waitText("1 IMAP")
+	b.shot("39-dashboard")
+	b.click("1 IMAP")
+	b.waitText("Add IMAP account")
+
 	t.Run("phone", func(t *testing.T) {
 		p := newBrowser(t, a.URL, 390, 844)
 		p.run("phone screen", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile, chromedp.EmulatePortrait))

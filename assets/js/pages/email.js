@@ -155,7 +155,7 @@ function DeleteAccount({ src, obj, onClose }) {
 
 function LastSnapshot({ s }) {
   if (!s) return html`<span class="muted">none yet</span>`;
-  return html`<span>${s.items.toLocaleString()} message${s.items === 1 ? '' : 's'} · ${bytes(s.bytes)}</span><div class="small muted"><${Ago} at=${s.at} /></div>`;
+  return html`<span class="snap-sum">${s.items.toLocaleString()} message${s.items === 1 ? '' : 's'} · ${bytes(s.bytes)}<span class="small muted"><${Ago} at=${s.at} /></span></span>`;
 }
 
 /** Sources and their protected objects, joined: one row per IMAP protected object. */
@@ -200,17 +200,17 @@ export function EmailAccountsPage({ ctx }) {
     ${note && html`<div class=${'alert ' + note.tone} role="status" data-testid=${note.testid}>${note.text}</div>`}
     <${Loaded} state=${accounts} what="Email accounts" rows=${4}>${(d) => html`<div class="panel flush">
       ${d.items.length === 0 ? html`<${Empty} title="No email accounts yet" action=${add}>Add an IMAP account: the appliance checks that it can sign in before it saves anything.<//>` : html`
-      <div class="table-wrap"><table class="accounts"><thead><tr><th>Account</th>${showTenant && html`<th>Tenant</th>`}<th>Readiness</th><th>Attention</th><th class="hide-narrow">Last backup</th><th>Last success</th><th>Last snapshot</th><th><span class="sr-only">Actions</span></th></tr></thead><tbody>
+      <div class="table-wrap"><table class="accounts"><thead><tr><th>Account</th>${showTenant && html`<th>Tenant</th>`}<th>Readiness</th><th>Attention</th><th>Last backup</th><th>Last success</th><th>Last snapshot</th><th><span class="sr-only">Actions</span></th></tr></thead><tbody>
         ${d.items.map(({ obj: o, src, name }) => html`<tr key=${o.id} data-object=${o.id}>
           <td class="account"><${Link} class="name" href=${'/ui/email/' + encodeURIComponent(o.id)}>${name}<//>
             <div class="small muted mono">${o.address}${src && html` · ${src.host}`}</div>
             ${(!src || src.state !== 'ok') && html`<div><${SourceState} src=${src} /></div>`}</td>
-          ${showTenant && html`<td class="small">${tenantName(o.tenantId)}</td>`}
-          <td class="readiness"><${Badge} tone=${tones[o.readiness.state] || ''}>${word(o.readiness.state)}<//></td>
-          <td class="attention">${o.attention ? html`<${Badge} tone=${attentionTone(o.attention)}>${word(o.attention)}<//>` : html`<span class="muted">—</span>`}</td>
-          <td class="hide-narrow"><${Ago} at=${o.lastBackupAt} /></td>
-          <td><${Ago} at=${o.lastSuccessAt} /></td>
-          <td class="last-snapshot"><${LastSnapshot} s=${o.lastSnapshot} /></td>
+          ${showTenant && html`<td class="small" data-label="Tenant">${tenantName(o.tenantId)}</td>`}
+          <td class="readiness" data-label="Readiness"><${Badge} tone=${tones[o.readiness.state] || ''}>${word(o.readiness.state)}<//></td>
+          <td class="attention" data-label="Attention">${o.attention ? html`<${Badge} tone=${attentionTone(o.attention)}>${word(o.attention)}<//>` : html`<span class="muted">—</span>`}</td>
+          <td data-label="Last backup"><${Ago} at=${o.lastBackupAt} /></td>
+          <td data-label="Last success"><${Ago} at=${o.lastSuccessAt} /></td>
+          <td class="last-snapshot" data-label="Last snapshot"><${LastSnapshot} s=${o.lastSnapshot} /></td>
           <td class="num row-actions">${src && html`<button class="small" aria-label=${'Edit ' + name} onClick=${() => { setNote(null); setDialog({ kind: 'edit', src }); }}>Edit</button>
             <button class="small danger" aria-label=${'Delete ' + name} onClick=${() => { setNote(null); setDialog({ kind: 'delete', src, obj: o }); }}>Delete</button>`}</td>
         </tr>`)}
@@ -254,7 +254,7 @@ function Snapshots({ id, tick, selected, onSelect }) {
     if (items.length === 0) return html`<${Empty} title="No snapshots yet">A snapshot is taken by each backup. Back up now to take the first.<//>`;
     return html`<div class="table-wrap"><table class="snapshots"><thead><tr><th>Taken</th><th class="num">Items</th><th class="num">Size</th><th class="num hide-narrow">Added</th><th class="num hide-narrow">Removed</th><th><span class="sr-only">Browse</span></th></tr></thead><tbody>
       ${items.map((s) => html`<tr key=${s.id} class=${selected && selected.id === s.id ? 'selected' : ''} data-snapshot=${s.id}>
-        <td><${Time} at=${s.at} seconds /></td><td class="num">${s.items.toLocaleString()}</td><td class="num">${bytes(s.bytes)}</td>
+        <td><${Time} at=${s.at} seconds /></td><td class="num">${s.items.toLocaleString()}</td><td class="num nowrap">${bytes(s.bytes)}</td>
         <td class="num hide-narrow">${s.addedItems.toLocaleString()}</td><td class="num hide-narrow">${s.removedItems.toLocaleString()}</td>
         <td class="num">${selected && selected.id === s.id ? html`<span class="small muted">Shown below</span>` : html`<button class="small" onClick=${() => onSelect(s)}>Browse</button>`}</td>
       </tr>`)}
@@ -337,16 +337,17 @@ function SnapshotBrowser({ obj, snap, onRestore }) {
     <${Loaded} state=${list.path === base + qs(params) ? list : { ...list, data: null }} what="Snapshot items" rows=${5}>${(d) => {
       const items = [...d.items, ...more];
       if (items.length === 0) return html`<${Empty} title=${query ? 'No message matches' : 'This folder is empty'}>${query ? 'Try another word from the subject or the sender’s name or address.' : 'It held no messages when the snapshot was taken.'}<//>`;
-      return html`<div class="table-wrap"><table class="items"><thead><tr><th class="pick"><span class="sr-only">Select</span></th><th>Subject</th><th>From</th><th class="hide-narrow">Date</th><th class="num">Size</th><th class="hide-narrow">Flags</th><th><span class="sr-only">Download</span></th></tr></thead><tbody>
+      return html`<div class="table-wrap"><table class="items"><thead><tr><th class="pick"><span class="sr-only">Select</span></th><th>Subject</th><th class="hide-narrow">From</th><th class="hide-narrow">Date</th><th class="num">Size</th><th class="hide-narrow">Flags</th><th><span class="sr-only">Download</span></th></tr></thead><tbody>
         ${items.map((it) => it.kind === 'folder' ? html`<tr key=${'f' + it.id} class="folder" data-folder=${it.path}>
             <td class="pick"><input type="checkbox" aria-label=${'Select folder ' + it.path} checked=${picked.has(key(it))} onChange=${() => toggle(it)} /></td>
             <td colspan="6"><button class="link folder-link" onClick=${() => open(it.path)}><span class="folder-icon" aria-hidden="true"></span>${it.name}</button>${query && html` <span class="small muted">${it.path}</span>`}</td></tr>`
           : html`<tr key=${it.id} data-item=${it.id}>
             <td class="pick"><input type="checkbox" aria-label=${'Select ' + (it.subject || it.name)} checked=${picked.has(key(it))} onChange=${() => toggle(it)} /></td>
-            <td class="subject"><span class="name">${it.subject || html`<span class="muted">(no subject)</span>`}</span>${query && html`<div class="small muted">${it.path}</div>`}</td>
-            <td class="sender">${it.from || html`<span class="muted">—</span>`}</td>
+            <td class="subject"><span class="name">${it.subject || html`<span class="muted">(no subject)</span>`}</span>
+              <div class="small muted show-narrow sender-under">${it.from}</div>${query && html`<div class="small muted">${it.path}</div>`}</td>
+            <td class="sender hide-narrow">${it.from || html`<span class="muted">—</span>`}</td>
             <td class="hide-narrow nowrap"><${Time} at=${it.date} empty="—" /></td>
-            <td class="num">${bytes(it.size)}</td>
+            <td class="num nowrap">${bytes(it.size)}</td>
             <td class="hide-narrow"><${Flags} flags=${it.flags} /></td>
             <td class="num">${it.kind === 'message' || it.kind === 'file' ? html`<button class="small" aria-label=${'Download ' + (it.subject || it.name) + ' as .eml'} disabled=${downloading === it.id} onClick=${() => download(it)}>${downloading === it.id ? 'Downloading…' : '.eml'}</button>` : null}</td>
           </tr>`)}
