@@ -14,15 +14,13 @@ import (
 	"backstop/store"
 )
 
-// The IMAP engine's entry points. They are not on this branch yet: each
-// variable answers errIMAPEngineMissing until the engine lands, when each
-// becomes one line, e.g. `imapCheck = imapbackup.Check`. Tests set fakes.
+// The IMAP engine's entry points: Check and Backup are the engine's;
+// Restore is not on this branch yet and answers errIMAPEngineMissing until
+// it lands (then it becomes `imapRestore = imapbackup.Restore`). Tests set
+// fakes.
 var (
-	imapCheck  = func(ctx context.Context, a imapbackup.Account) error { return errIMAPEngineMissing }
-	imapBackup = func(ctx context.Context, a imapbackup.Account, w *blobstore.Writer, prev []blobstore.Item,
-		progress imapbackup.Progress) (*imapbackup.BackupResult, error) {
-		return nil, errIMAPEngineMissing
-	}
+	imapCheck   = imapbackup.Check
+	imapBackup  = imapbackup.Backup
 	imapRestore = func(ctx context.Context, a imapbackup.Account, req imapbackup.RestoreRequest, open imapbackup.Opener,
 		progress imapbackup.Progress) (*imapbackup.RestoreResult, error) {
 		return nil, errIMAPEngineMissing

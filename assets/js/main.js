@@ -11,6 +11,7 @@ import { TenantsPage } from './pages/tenants.js';
 import { EndpointsPage, EndpointPage } from './pages/endpoints.js';
 import { JobsPage, JobPage } from './pages/jobs.js';
 import { StoragePage } from './pages/storage.js';
+import { EmailAccountsPage, EmailAccountPage } from './pages/email.js';
 import { KeysPage } from './pages/keys.js';
 import { WebhooksPage, WebhookPage } from './pages/webhooks.js';
 import { SettingsPage } from './pages/settings.js';
@@ -23,6 +24,8 @@ const routes = [
   ['/ui/', DashboardPage, 'Dashboard', 'Overview'],
   ['/ui/endpoints', EndpointsPage, 'Servers & clients', 'Overview'],
   ['/ui/endpoints/:id', EndpointPage],
+  ['/ui/email', EmailAccountsPage, 'Email accounts', 'Overview'],
+  ['/ui/email/:id', EmailAccountPage],
   ['/ui/jobs', JobsPage, 'Jobs', 'Overview'],
   ['/ui/jobs/:id', JobPage],
   ['/ui/storage', StoragePage, 'Storage', 'Overview'],

@@ -79,6 +79,7 @@ export const words = {
   green: 'Verified', yellow: 'Needs a check', red: 'Restore test failed', unverified: 'Not yet verified', no_backup: 'No backup yet',
   silent: 'Silent', backup_overdue: 'Backup overdue', last_backup_failed: 'Last backup failed',
   restore_test_failed: 'Restore test failed', repository_damaged: 'Repository damaged', never_seen: 'Never seen',
+  source_unreachable: 'Cannot reach the account',
   online: 'Online', offline: 'Offline', never: 'Never connected', active: 'Active', revoked: 'Revoked',
   queued: 'Queued', running: 'Running', succeeded: 'Succeeded', partial: 'Partly succeeded', failed: 'Failed',
   interrupted: 'Interrupted', cancelled: 'Cancelled', pending: 'Pending', delivered: 'Delivered', gone: 'Gone (410)',

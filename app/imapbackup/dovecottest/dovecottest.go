@@ -30,7 +30,7 @@ import (
 	"testing"
 	"time"
 
-	"backstop/e2e"
+	"backstop/e2e/tool"
 )
 
 // Server is a running Dovecot.
@@ -56,7 +56,7 @@ func Start(t testing.TB) *Server {
 	t.Helper()
 	bin := "/usr/sbin/dovecot"
 	if _, err := os.Stat(bin); err != nil {
-		bin = e2e.RequireTool(t, "dovecot", "dovecot-imapd")
+		bin = tool.RequireTool(t, "dovecot", "dovecot-imapd")
 	}
 	dir, err := os.MkdirTemp("", "dovecot-")
 	if err != nil {

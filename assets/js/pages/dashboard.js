@@ -6,6 +6,8 @@ import { StorageStateBadge, storageStates } from './storage.js';
 
 // Most serious first, as in the contract's list of attention causes.
 export const attentionOrder = ['repository_damaged', 'restore_test_failed', 'last_backup_failed', 'backup_overdue', 'silent', 'never_seen'];
+// The same for protected objects (CONTRACT §12), which add source_unreachable.
+const objectAttentionOrder = ['repository_damaged', 'restore_test_failed', 'source_unreachable', 'last_backup_failed', 'backup_overdue'];
 
 function Card({ label, value, sub, tone }) {
   return html`<div class="card"><div class="label">${label}</div><div class=${'value ' + (tone || '')}>${value}</div><div class="sub">${sub}</div></div>`;
@@ -51,6 +53,15 @@ function Attention({ status }) {
   const items = [];
   if (status.storage.state !== 'ok') items.push({ key: 'storage', tone: 'red', label: 'Storage ' + (storageStates[status.storage.state] || [status.storage.state])[0].toLowerCase(), text: html`Backups cannot be written safely until storage recovers. <${Link} href="/ui/storage">See the targets<//>` });
   if (status.jobs.failed24h > 0) items.push({ key: 'jobs', tone: 'red', label: `${status.jobs.failed24h} failed job${status.jobs.failed24h === 1 ? '' : 's'}`, text: html`In the last 24 hours. <${Link} href="/ui/jobs?state=failed">See the causes<//>` });
+  const objs = useApi(status.protectedObjects.needingAttention > 0 ? '/protected-objects?kind=imap' : null, [], { all: true });
+  if (objs.data) {
+    const list = objs.data.items.filter((o) => o.attention).sort((a, b) => objectAttentionOrder.indexOf(a.attention) - objectAttentionOrder.indexOf(b.attention));
+    for (const o of list.slice(0, 6)) {
+      items.push({ key: o.id, tone: objectAttentionOrder.indexOf(o.attention) < 4 ? 'red' : 'yellow', label: word(o.attention),
+        text: html`<${Link} href=${'/ui/email/' + encodeURIComponent(o.id)}>${o.displayName}<//> <span class="muted small">· email account · last success <${Ago} at=${o.lastSuccessAt} /></span>` });
+    }
+    if (list.length > 6) items.push({ key: 'more-objects', tone: '', label: `${list.length - 6} more`, text: html`<${Link} href="/ui/email">All email accounts<//>` });
+  }
   if (eps.data) {
     const list = eps.data.items.filter((e) => e.attention && e.status === 'active')
       .sort((a, b) => attentionOrder.indexOf(a.attention) - attentionOrder.indexOf(b.attention));
@@ -61,7 +72,7 @@ function Attention({ status }) {
     if (list.length > 6) items.push({ key: 'more', tone: '', label: `${list.length - 6} more`, text: html`<${Link} href="/ui/endpoints?attention=1">All machines that need a look<//>` });
   }
   return html`<div class="panel"><h2>Needs attention first</h2>
-    ${items.length === 0 && !eps.loading ? html`<p class="muted">Nothing needs attention. Backups, storage and restore tests look fine.</p>` : html`<ul class="attention">
+    ${items.length === 0 && !eps.loading && !objs.loading ? html`<p class="muted">Nothing needs attention. Backups, storage and restore tests look fine.</p>` : html`<ul class="attention">
       ${items.map((i) => html`<li key=${i.key}><${Badge} tone=${i.tone}>${i.label}<//><span class="what">${i.text}</span></li>`)}
     </ul>`}
   </div>`;
@@ -76,7 +87,7 @@ export function DashboardPage() {
       <${Card} label="Need a look" value=${s.endpoints.needingAttention + s.protectedObjects.needingAttention} sub="machines and protected objects" />
       <${Card} label="Jobs running" value=${s.jobs.running} sub=${`${s.jobs.queued} queued`} />
       <${Card} label="Last 24 hours" value=${s.jobs.succeeded24h} sub=${`succeeded · ${s.jobs.failed24h} failed`} />
-      <${Card} label="Protected objects" value=${s.protectedObjects.total} sub=${`${s.protectedObjects.mailboxes} mailboxes · ${s.protectedObjects.drives} drives · ${s.protectedObjects.imap} IMAP`} />
+      <${Card} label="Protected objects" value=${s.protectedObjects.total} sub=${html`${s.protectedObjects.mailboxes} mailboxes · ${s.protectedObjects.drives} drives · <${Link} href="/ui/email">${s.protectedObjects.imap} IMAP<//>`} />
       <${Card} label="Last successful backup" value=${html`<span style=${{ fontSize: '15px' }}><${Ago} at=${s.endpoints.lastSuccessAt} /></span>`} sub=${s.verify ? html`Last verify: ${word(s.verify.state)}` : 'No verify run yet'} />
     </div>
     <${Attention} status=${s} />

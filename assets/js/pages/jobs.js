@@ -8,6 +8,10 @@ const states = ['queued', 'running', 'succeeded', 'partial', 'failed', 'interrup
 const queues = ['endpoint_backup', 'endpoint_restore', 'mailbox_backup', 'drive_backup', 'imap_backup', 'restore', 'verify', 'archive_verify', 'retention'];
 const finished = (s) => !['queued', 'running'].includes(s);
 
+/** The page of a job's target, when the interface has one. */
+const targetHref = (t) => (t.type === 'endpoint' ? '/ui/endpoints/' + encodeURIComponent(t.id)
+  : t.type === 'protected_object' ? '/ui/email/' + encodeURIComponent(t.id) : '');
+
 export function JobsPage() {
   const params = new URLSearchParams(location.search);
   const [filters, setFilters] = useState({ state: params.get('state') || '', queue: params.get('queue') || '', since: params.get('since') || '' });
@@ -123,7 +127,7 @@ export function JobPage({ params }) {
     ${!j.failure && j.errorMessage && html`<div class="alert error">${j.errorMessage}</div>`}
     <div class="panel"><h2>Details</h2><dl class="facts">
       <dt>Kind</dt><dd>${word(j.queue)}</dd><dt>Trigger</dt><dd>${word(j.trigger)}</dd>
-      <dt>Target</dt><dd>${j.target.type === 'endpoint' ? html`<${Link} href=${'/ui/endpoints/' + encodeURIComponent(j.target.id)}>${j.target.displayName || j.target.id}<//>` : j.target.displayName || j.target.id}</dd>
+      <dt>Target</dt><dd>${targetHref(j.target) ? html`<${Link} href=${targetHref(j.target)}>${j.target.displayName || j.target.id}<//>` : j.target.displayName || j.target.id}</dd>
       <dt>Queued</dt><dd><${Time} at=${j.queuedAt} seconds /></dd><dt>Started</dt><dd><${Time} at=${j.startedAt} seconds empty="not yet" /></dd>
       <dt>Finished</dt><dd><${Time} at=${j.finishedAt} seconds empty="not yet" /></dd><dt>Duration</dt><dd>${duration(j.durationMs)}</dd>
       <dt>Snapshot</dt><dd class="mono">${j.snapshotId || '—'}</dd><dt>Id</dt><dd class="mono">${j.id}</dd>
