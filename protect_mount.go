@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 
 	"backstop/app"
@@ -14,20 +13,13 @@ import (
 	"backstop/store"
 )
 
-// The IMAP engine's entry points: Check and Backup are the engine's;
-// Restore is not on this branch yet and answers errIMAPEngineMissing until
-// it lands (then it becomes `imapRestore = imapbackup.Restore`). Tests set
-// fakes.
+// The IMAP engine's entry points (app/imapbackup), as variables so tests
+// of the root package can set fakes.
 var (
 	imapCheck   = imapbackup.Check
 	imapBackup  = imapbackup.Backup
-	imapRestore = func(ctx context.Context, a imapbackup.Account, req imapbackup.RestoreRequest, open imapbackup.Opener,
-		progress imapbackup.Progress) (*imapbackup.RestoreResult, error) {
-		return nil, errIMAPEngineMissing
-	}
+	imapRestore = imapbackup.Restore
 )
-
-var errIMAPEngineMissing = errors.New("IMAP engine not built into this branch")
 
 // mountProtect builds the protected-object layer: IMAP sources (passwords
 // sealed with the data directory's secrets key, like webhook and S3

@@ -102,7 +102,12 @@ func (m *Manager) runBackup(ctx context.Context, run *jobs.Run) (*jobs.Outcome, 
 		return nil, m.backupFailed(ctx, o, src, acct.Password, err)
 	}
 	defer w.Close()
-	res, err := m.cfg.Engine.Backup(ctx, acct, w, prev, func(p app.JobProgress) { run.Progress(ctx, p) })
+	// The engine's share of the work ends at 98 %: committing the snapshot
+	// follows, so the bar never shows 100 % and then goes back.
+	res, err := m.cfg.Engine.Backup(ctx, acct, w, prev, func(p app.JobProgress) {
+		p.Percent = min(p.Percent, 98)
+		run.Progress(ctx, p)
+	})
 	if err != nil {
 		return nil, m.backupFailed(ctx, o, src, acct.Password, err)
 	}

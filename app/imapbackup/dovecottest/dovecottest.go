@@ -165,6 +165,9 @@ auth_mechanisms = plain login
 auth_cache_size = 0
 auth_failure_delay = 0
 mail_location = maildir:%[1]s/mail/%%u
+# Keep appended messages' CRLF line ends on disk, so a test can compare a
+# restored message's file with what was backed up byte for byte.
+mail_save_crlf = yes
 mail_max_userip_connections = 50
 namespace inbox {
   inbox = yes
