@@ -109,12 +109,14 @@ func (k *tenantKeys) sealBlob(dst []byte, typ byte, id app.BlobID, plain []byte)
 }
 
 // openBlob decrypts and decompresses a stored blob and checks that its
-// plaintext hashes to id.
+// plaintext hashes to id. It decrypts in place, so stored is overwritten
+// (and the result may share its memory).
 func (k *tenantKeys) openBlob(typ byte, id app.BlobID, stored []byte, rawLength int64) ([]byte, error) {
 	if len(stored) < blobOverhead {
 		return nil, fmt.Errorf("blob %x: %w (truncated)", id[:8], ErrCorrupt)
 	}
-	msg, err := k.aead.Open(nil, stored[:nonceSize], stored[nonceSize:], blobAD(typ, id))
+	// Decrypted in place: stored is the caller's to give up.
+	msg, err := k.aead.Open(stored[nonceSize:nonceSize], stored[:nonceSize], stored[nonceSize:], blobAD(typ, id))
 	if err != nil {
 		return nil, fmt.Errorf("blob %x: %w (authentication failed)", id[:8], ErrCorrupt)
 	}

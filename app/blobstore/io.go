@@ -21,22 +21,32 @@ func createBytes(ctx context.Context, b Backend, name string, data []byte) error
 	return b.Create(ctx, name, bytes.NewReader(data), int64(len(data)))
 }
 
-// readAll reads a whole object (or a range) of at most limit bytes.
+// readAll reads a whole object (length < 0) or a range of at most limit
+// bytes. A range is read into one buffer of its exact size.
 func readAll(ctx context.Context, b Backend, name string, offset, length, limit int64) ([]byte, error) {
 	r, err := b.Open(ctx, name, offset, length)
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
+	if length >= 0 {
+		if length > limit {
+			return nil, fmt.Errorf("%s: larger than %d bytes", name, limit)
+		}
+		data := make([]byte, length)
+		if n, err := io.ReadFull(r, data); err == io.ErrUnexpectedEOF || err == io.EOF {
+			return nil, fmt.Errorf("%s: %w (read %d of %d bytes)", name, ErrCorrupt, n, length)
+		} else if err != nil {
+			return nil, err
+		}
+		return data, nil
+	}
 	data, err := io.ReadAll(io.LimitReader(r, limit+1))
 	if err != nil {
 		return nil, err
 	}
 	if int64(len(data)) > limit {
 		return nil, fmt.Errorf("%s: larger than %d bytes", name, limit)
-	}
-	if length >= 0 && int64(len(data)) != length {
-		return nil, fmt.Errorf("%s: %w (read %d of %d bytes)", name, ErrCorrupt, len(data), length)
 	}
 	return data, nil
 }

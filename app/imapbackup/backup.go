@@ -644,7 +644,20 @@ func (b *backupRun) store(ctx context.Context, m *fetchedMsg, r io.Reader) {
 func readAllInto(buf []byte, r io.Reader) ([]byte, error) {
 	for {
 		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
+			// Full, as when buf was sized to the message: probe for the end
+			// with one byte instead of growing (and copying) the buffer.
+			var one [1]byte
+			n, err := r.Read(one[:])
+			if n == 0 && err == io.EOF {
+				return buf, nil
+			}
+			buf = append(buf, one[:n]...)
+			if err == io.EOF {
+				return buf, nil
+			} else if err != nil {
+				return buf, err
+			}
+			continue
 		}
 		n, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]

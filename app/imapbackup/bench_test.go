@@ -9,7 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -125,7 +128,8 @@ SyncState *
 		bk, float64(n)/bk, mbFull.Seconds()/bk, backup["stored"], backup["VmHWM"])
 	t.Logf("mbsync no-change run:      %6.3f s", mbNone.Seconds())
 	t.Logf("Backstop no-change run:    %6.3f s", inc)
-	t.Logf("Backstop restore:          %6.2f s  %7.0f msg/s, peak RSS %s", r1, float64(n)/r1, restore["VmHWM"])
+	t.Logf("Backstop restore:          %6.2f s  %7.0f msg/s, peak RSS %s (Go heap in use at most %s MiB)", r1, float64(n)/r1,
+		restore["VmHWM"], restore["heapInusePeakMiB"])
 	t.Logf("Backstop restore again:    %6.2f s  restored %s, skipped %s", r2, restore["restored2"], restore["skipped2"])
 	t.Logf("restored folder holds %s messages", restore["count"])
 }
@@ -200,6 +204,32 @@ func TestBenchChild(t *testing.T) {
 	f := &fixture{t: t, db: db, store: st, tenant: tenant, acct: acct}
 	ctx := context.Background()
 	out := func(k string, v any) { fmt.Printf("bench.%s=%v\n", k, v) }
+	// The Go heap's peak, sampled, beside the process's VmHWM: what the
+	// heap held live versus what the runtime kept around it.
+	var heapPeak, livePeak atomic.Uint64
+	stopSampling := make(chan struct{})
+	go func() {
+		var ms runtime.MemStats
+		for {
+			select {
+			case <-stopSampling:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			runtime.ReadMemStats(&ms)
+			if ms.HeapInuse > heapPeak.Load() {
+				heapPeak.Store(ms.HeapInuse)
+			}
+			if ms.HeapAlloc > livePeak.Load() {
+				livePeak.Store(ms.HeapAlloc)
+			}
+		}
+	}()
+	defer func() {
+		close(stopSampling)
+		out("heapInusePeakMiB", heapPeak.Load()>>20)
+		out("heapAllocPeakMiB", livePeak.Load()>>20)
+	}()
 	snapFile := filepath.Join(dir, "snapshot")
 	switch mode {
 	case "backup":
@@ -227,6 +257,12 @@ func TestBenchChild(t *testing.T) {
 			t.Fatal(err)
 		}
 		out("restore", time.Since(start).Seconds())
+		if pf := os.Getenv("IMAPBACKUP_BENCH_MEMPROFILE"); pf != "" {
+			if fh, err := os.Create(pf); err == nil {
+				pprof.Lookup("allocs").WriteTo(fh, 0)
+				fh.Close()
+			}
+		}
 		start = time.Now()
 		r2, err := Restore(ctx, acct, RestoreRequest{Items: items, Folder: "Restored"}, f.opener(), nil)
 		if err != nil {
