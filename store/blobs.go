@@ -45,6 +45,20 @@ func (db *DB) BlobTenants(ctx context.Context) ([]string, error) {
 // up to 500 (SQLite's default limit on bound parameters is 32766).
 func (db *DB) LookupBlobs(ctx context.Context, tenantID string, ids []app.BlobID) (map[app.BlobID]app.BlobLocation, error) {
 	out := make(map[app.BlobID]app.BlobLocation, len(ids))
+	if len(ids) == 1 {
+		// The writer's dedup check, once per blob stored: a prepared statement.
+		var loc app.BlobLocation
+		err := db.queryRowCached(ctx, `SELECT b.pack_id, p.target_id, b.offset, b.length, b.raw_length
+			FROM blobs b JOIN blob_packs p ON p.tenant_id = b.tenant_id AND p.pack_id = b.pack_id
+			WHERE b.tenant_id = ? AND b.blob_id = ?`, tenantID, ids[0][:]).Scan(&loc.PackID, &loc.TargetID, &loc.Offset, &loc.Length, &loc.RawLength)
+		if errors.Is(err, sql.ErrNoRows) {
+			return out, nil
+		} else if err != nil {
+			return nil, err
+		}
+		out[ids[0]] = loc
+		return out, nil
+	}
 	for len(ids) > 0 {
 		n := min(len(ids), 500)
 		batch := ids[:n]

@@ -151,6 +151,7 @@ func BenchmarkS3StoreVsPlainPut(b *testing.B) {
 	})
 	mb := float64(size) / (1 << 20)
 	for range b.N {
+		warmCache(corpus)
 		f := newFixture(b)
 		f.store = f.newStoreWithPacks(0) // production's pack size
 		_, backend := withS3(b, f)

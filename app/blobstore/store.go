@@ -9,7 +9,7 @@
 // chunker (16/64/256 KiB) so a repeated attachment is stored once. A blob is
 // named by HMAC-SHA-256 of its plaintext under the tenant's key, compressed
 // with zstd when that helps, encrypted with XChaCha20-Poly1305 and appended
-// to a pack of about 8 MiB. Packs are written once (create-only) and never
+// to a pack of about 16 MiB. Packs are written once (create-only) and never
 // modified; index files map blobs to packs; snapshot manifests list a
 // snapshot's items in "tree" blobs. docs/blobstore.md documents the format
 // and its reasons.
@@ -54,7 +54,7 @@ type Config struct {
 	Targets Targets
 	Now     app.Clock
 	Logger  *slog.Logger
-	// PackSize is the size at which a pack is closed (default 8 MiB).
+	// PackSize is the size at which a pack is closed (default 16 MiB).
 	PackSize int
 	// Uploads is the number of pack uploads in flight per writer (default
 	// 2): uploads (and their fsyncs) overlap while the writer fills the
@@ -108,7 +108,7 @@ func New(cfg Config) (*Store, error) {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.PackSize <= 0 {
-		cfg.PackSize = 8 << 20
+		cfg.PackSize = 16 << 20
 	}
 	if cfg.TempDir == "" {
 		cfg.TempDir = os.TempDir()

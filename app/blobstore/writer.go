@@ -1,6 +1,7 @@
 package blobstore
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -11,6 +12,7 @@ import (
 	"hash"
 	"io"
 	"os"
+	"runtime"
 	"slices"
 	"sync"
 	"syscall"
@@ -36,9 +38,9 @@ const (
 )
 
 var (
-	smallPool  = sync.Pool{New: func() any { b := make([]byte, smallItem+1); return &b }}
-	chunkPool  = sync.Pool{New: func() any { b := make([]byte, 2*chunkMax); return &b }}
-	sealedPool = sync.Pool{New: func() any { b := make([]byte, 0, chunkMax+blobOverhead+1024); return &b }}
+	smallPool = sync.Pool{New: func() any { b := make([]byte, smallItem+1); return &b }}
+	chunkPool = sync.Pool{New: func() any { b := make([]byte, 2*chunkMax); return &b }}
+	plainPool = sync.Pool{New: func() any { b := make([]byte, 0, chunkMax+1); return &b }}
 )
 
 // Content is where an item's bytes are: their size, SHA-256 and the blobs
@@ -93,6 +95,9 @@ type Writer struct {
 	uploads chan *packFile
 	pending sync.WaitGroup // packs handed to uploaders
 	workers sync.WaitGroup
+	seals   chan sealJob   // new blobs for the sealers
+	sealing sync.WaitGroup // blobs handed to the sealers, not yet in a pack
+	sealers sync.WaitGroup
 
 	// repack: a collection's writer. Its packs are not added to the
 	// catalogue on upload but returned in records, for the collection to
@@ -106,7 +111,8 @@ type Writer struct {
 // the appliance's temporary directory otherwise), so a writer's memory does
 // not grow with the pack size or the uploads in flight.
 type packFile struct {
-	f       *os.File // nil until the first blob
+	f       *os.File      // nil until the first blob
+	w       *bufio.Writer // buffers writes to f
 	size    int64
 	hash    hash.Hash
 	entries []app.BlobEntry
@@ -154,6 +160,12 @@ func (s *Store) newWriter(ctx context.Context, tenantID string, repack bool) (*W
 	for range s.cfg.Uploads {
 		w.workers.Add(1)
 		go w.uploader()
+	}
+	n := runtime.GOMAXPROCS(0)
+	w.seals = make(chan sealJob, 2*n)
+	for range n {
+		w.sealers.Add(1)
+		go w.sealer()
 	}
 	return w, nil
 }
@@ -272,27 +284,68 @@ func (w *Writer) add(ctx context.Context, typ byte, id app.BlobID, plain []byte)
 		return err
 	}
 
-	sp := sealedPool.Get().(*[]byte)
-	defer sealedPool.Put(sp)
-	sealed := w.keys.sealBlob((*sp)[:0], typ, id, plain)
-	*sp = sealed[:0]
+	// Reserve the blob, then hand it to the sealers: compression and
+	// encryption run beside the caller's chunking and hashing.
 	w.mu.Lock()
-	if _, ok := w.known[id]; ok { // another goroutine stored it meanwhile
+	if _, ok := w.known[id]; ok { // another goroutine is storing it
+		w.used[id] = struct{}{}
 		w.mu.Unlock()
 		return nil
 	}
-	full, err := w.appendLocked(typ, id, sealed, int64(len(plain)))
-	if err != nil {
-		w.err = err
-		w.mu.Unlock()
-		w.s.cfg.Targets.WriteFailed(w.targetID, err)
-		return err
-	}
-	w.used[id] = struct{}{}
+	w.known[id], w.used[id] = struct{}{}, struct{}{}
 	w.stats.NewBlobs++
 	w.stats.NewBytes += int64(len(plain))
 	w.mu.Unlock()
-	return w.send(ctx, full)
+	bp := plainPool.Get().(*[]byte)
+	job := sealJob{typ: typ, id: id, plain: append((*bp)[:0], plain...), buf: bp}
+	w.sealing.Add(1)
+	select {
+	case w.seals <- job:
+		return nil
+	case <-ctx.Done():
+		w.sealing.Done()
+		plainPool.Put(bp)
+		w.setErr(ctx.Err())
+		return ctx.Err()
+	}
+}
+
+// sealJob is one new blob on its way to a pack.
+type sealJob struct {
+	typ   byte
+	id    app.BlobID
+	plain []byte
+	buf   *[]byte // plain's pooled buffer
+}
+
+// sealer compresses and encrypts blobs and appends them to the open pack.
+func (w *Writer) sealer() {
+	defer w.sealers.Done()
+	sp := new([]byte)
+	for j := range w.seals {
+		w.seal(j, sp)
+		w.sealing.Done()
+	}
+}
+
+func (w *Writer) seal(j sealJob, sp *[]byte) {
+	defer plainPool.Put(j.buf)
+	if w.failed() != nil {
+		return
+	}
+	sealed := w.keys.sealBlob((*sp)[:0], j.typ, j.id, j.plain)
+	*sp = sealed[:0]
+	w.mu.Lock()
+	full, err := w.appendLocked(j.typ, j.id, sealed, int64(len(j.plain)))
+	if err != nil && w.err == nil {
+		w.err = err
+	}
+	w.mu.Unlock()
+	if err != nil {
+		w.s.cfg.Targets.WriteFailed(w.targetID, err)
+		return
+	}
+	w.send(context.Background(), full)
 }
 
 // appendLocked writes a stored blob to the open pack (w.mu held) and
@@ -304,9 +357,9 @@ func (w *Writer) appendLocked(typ byte, id app.BlobID, stored []byte, rawLength 
 		if err != nil {
 			return nil, spoolFailure(w.targetID, err)
 		}
-		p.f = f
+		p.f, p.w = f, bufio.NewWriterSize(f, 256<<10)
 	}
-	if _, err := p.f.Write(stored); err != nil {
+	if _, err := p.w.Write(stored); err != nil {
 		return nil, spoolFailure(w.targetID, err)
 	}
 	p.hash.Write(stored)
@@ -395,7 +448,11 @@ func (w *Writer) upload(p *packFile) {
 	}
 	ctx := context.Background()
 	trailer := w.keys.packTrailer(p.entries)
-	if _, err := p.f.Write(trailer); err != nil {
+	_, err := p.w.Write(trailer)
+	if err == nil {
+		err = p.w.Flush()
+	}
+	if err != nil {
 		w.setErr(spoolFailure(w.targetID, err))
 		return
 	}
@@ -403,7 +460,6 @@ func (w *Writer) upload(p *packFile) {
 	size := p.size + int64(len(trailer))
 	id := hex.EncodeToString(p.hash.Sum(nil))
 	name := packName(w.tenantID, id)
-	var err error
 	if sp, ok := w.backend.(Spooler); ok {
 		err = sp.CreateFrom(ctx, name, p.f)
 		p.f = nil // CreateFrom closed and removed it
@@ -440,6 +496,7 @@ func (w *Writer) upload(p *packFile) {
 // index file for the packs uploaded since the last one. After Flush
 // returns nil, everything put so far is durable and in the catalogue.
 func (w *Writer) Flush(ctx context.Context) error {
+	w.sealing.Wait()
 	w.mu.Lock()
 	var p *packFile
 	if len(w.cur.entries) > 0 && w.err == nil {
@@ -490,6 +547,8 @@ func (w *Writer) Close() error {
 	}
 	w.closed = true
 	w.mu.Unlock()
+	close(w.seals)
+	w.sealers.Wait()
 	close(w.uploads)
 	w.workers.Wait()
 	w.mu.Lock()
