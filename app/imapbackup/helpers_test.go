@@ -40,6 +40,7 @@ func (t *targets) WriteFailed(string, error)                                  {}
 // Dovecot with one user.
 type fixture struct {
 	t      testing.TB
+	dir    string // the data directory: database, appliance key, blobs
 	db     *store.DB
 	store  *blobstore.Store
 	tenant string
@@ -57,7 +58,7 @@ func newFixture(t testing.TB) *fixture {
 func newFixturePack(t testing.TB, packSize int) *fixture {
 	t.Helper()
 	dir := t.TempDir()
-	f := &fixture{t: t, db: storetest.Open(t, dir)}
+	f := &fixture{t: t, dir: dir, db: storetest.Open(t, dir)}
 	f.tenant = storetest.Tenant(t, f.db, "Example")
 	local, err := blobstore.NewLocal(filepath.Join(dir, "blobs"))
 	if err != nil {
