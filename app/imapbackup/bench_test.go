@@ -195,7 +195,7 @@ func TestBenchChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Production settings: 8 MiB packs, two uploads in flight.
+	// Production settings: the blob store's default pack size and uploads.
 	st, err := blobstore.New(blobstore.Config{Key: key, Catalog: db, Targets: &targets{b: local},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
