@@ -18,6 +18,8 @@ import (
 
 	"backstop/app"
 	"backstop/app/blobstore"
+	"backstop/app/blobstore/s3backend"
+	"backstop/app/blobstore/s3backend/s3test"
 	"backstop/app/imapbackup"
 	"backstop/app/jobs"
 	"backstop/app/protect"
@@ -592,4 +594,98 @@ func TestSourceChecksAndSchedules(t *testing.T) {
 		TargetID: obj.ID, Trigger: app.TriggerAPI}); app.ErrorCode(err) != app.EINVALID {
 		t.Fatalf("backup of an object without source: %v", err)
 	}
+}
+
+// An IMAP backup into an S3 target whose server stops mid-way fails with
+// storage.unreachable and a retry scheduled; once the server is back, the
+// retried run succeeds and the snapshot reads back whole.
+func TestBackupWhileS3StopsIsRetried(t *testing.T) {
+	f := newFixture(t)
+	srv := s3test.StartVersity(t)
+	b, err := s3backend.New(context.Background(), srv.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := blobstore.LoadApplianceKey(f.dir)
+	blobs, err := blobstore.New(blobstore.Config{Key: key, Catalog: f.db, Targets: oneTarget{b}, PackSize: 64 << 10,
+		TempDir: t.TempDir(), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.engine.failUIDs = nil
+	stopAfter := 2 // messages stored before the server stops
+	backup := func(ctx context.Context, a imapbackup.Account, w *blobstore.Writer, prev []blobstore.Item,
+		progress imapbackup.Progress) (*imapbackup.BackupResult, error) {
+		if stopAfter >= 0 {
+			// Enough new data to fill packs, with the server stopping part way.
+			for i := range 40 {
+				if i == stopAfter {
+					srv.Stop()
+				}
+				if _, err := w.PutItem(ctx, bytes.NewReader(bytes.Repeat([]byte(fmt.Sprintf("message %d\r\n", i)), 20000))); err != nil {
+					return nil, err
+				}
+			}
+		}
+		return f.engine.Backup(ctx, a, w, prev, progress)
+	}
+	m := protect.New(protect.Config{Sources: f.db, Objects: f.db, Box: mustBox(t, f.dir), Blobs: blobs, Catalog: f.db,
+		Engine: protect.Engine{Check: f.engine.Check, Backup: backup}, Now: f.clock.Now, Logger: slog.New(slog.DiscardHandler)})
+	runner := jobs.New(jobs.Config{Store: f.db, Now: f.clock.Now, Logger: slog.New(slog.DiscardHandler)})
+	runner.Register(m.BackupKind())
+	if err := runner.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer runner.Close()
+	f.m, f.runner = m, runner
+	_, o := f.source()
+
+	j := f.run(app.ActionBackup, o.ID)
+	if j.State != app.JobFailed || j.Failure == nil || j.Failure.Code != "storage.unreachable" || !j.Failure.Transient ||
+		j.Failure.Retry.State != app.RetryScheduled {
+		t.Fatalf("backup during the outage: %s %+v", j.State, j.Failure)
+	}
+	snaps, _ := f.db.Snapshots(context.Background(), app.SnapshotFilter{ProtectedObjectID: o.ID})
+	if len(snaps) != 0 {
+		t.Fatalf("a failed backup left %d snapshots", len(snaps))
+	}
+
+	// The server is back; the retry runs when due.
+	srv.Start()
+	stopAfter = -1
+	f.clock.Add(time.Hour)
+	runner.Poke()
+	var retried *app.Job
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && retried == nil; time.Sleep(20 * time.Millisecond) {
+		list, err := f.db.Jobs(context.Background(), app.JobFilter{TargetID: o.ID, Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range list {
+			if x.Trigger == app.TriggerRetry && app.JobTerminal(x.State) {
+				retried = x
+			}
+		}
+	}
+	if retried == nil || retried.State != app.JobSucceeded || retried.SnapshotID == nil {
+		t.Fatalf("the retried backup: %+v", retried)
+	}
+	sc, err := blobs.VerifySample(context.Background(), *retried.SnapshotID, 0)
+	if err != nil || sc.Mismatched != 0 || sc.Matched == 0 {
+		t.Fatalf("snapshot of the retried backup: %+v %v", sc, err)
+	}
+	if _, err := blobs.CollectGarbage(context.Background(), f.tenant); err != nil {
+		t.Fatal(err)
+	}
+	if pc, err := blobs.CheckPacks(context.Background(), f.tenant, time.Time{}); err != nil || len(pc.Damaged) != 0 {
+		t.Fatalf("packs after the outage: %+v %v", pc, err)
+	}
+}
+
+func mustBox(t *testing.T, dir string) *webhooks.SecretBox {
+	box, err := webhooks.OpenSecretBox(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return box
 }
