@@ -3,7 +3,10 @@ package s3backend_test
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/johannesboyne/gofakes3"
@@ -63,3 +66,36 @@ func TestConformanceVersityTLS(t *testing.T) {
 	srv := s3test.StartVersityTLS(t)
 	backendtest.Run(t, func(t *testing.T) blobstore.Backend { return open(t, srv.Config()) })
 }
+
+// TestConformanceVersityVirtualHost covers virtual-host addressing: the
+// bucket travels in the host name (bucket.s3.backstop.test), as AWS and
+// most hosted S3 services expect.
+func TestConformanceVersityVirtualHost(t *testing.T) {
+	srv := s3test.StartVersityVirtualHost(t)
+	cfg := srv.VirtualHostConfig()
+	var hosts []string
+	var mu sync.Mutex
+	inner := cfg.HTTPClient.Transport
+	cfg.HTTPClient.Transport = roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		mu.Lock()
+		hosts = append(hosts, r.URL.Host)
+		mu.Unlock()
+		return inner.RoundTrip(r)
+	})
+	backendtest.Run(t, func(t *testing.T) blobstore.Backend { return open(t, cfg) })
+	mu.Lock()
+	defer mu.Unlock()
+	want := srv.Bucket + "." + s3test.VirtualDomain
+	for _, h := range hosts {
+		if !strings.HasPrefix(h, want) {
+			t.Fatalf("a request went to %q, not the bucket's virtual host %s", h, want)
+		}
+	}
+	if len(hosts) == 0 {
+		t.Fatal("no request was made")
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -83,16 +83,27 @@ func Binary(t testing.TB) string {
 // 127.0.0.1 with a posix backend in a temporary directory, waits until it
 // answers, creates a bucket and registers Stop with t.Cleanup.
 func StartVersity(t testing.TB) *Server {
-	return start(t, false)
+	return start(t, false, "")
 }
 
 // StartVersityTLS is StartVersity over https with a self-signed
 // certificate for 127.0.0.1; Server.HTTPClient trusts it.
 func StartVersityTLS(t testing.TB) *Server {
-	return start(t, true)
+	return start(t, true, "")
 }
 
-func start(t testing.TB, useTLS bool) *Server {
+// VirtualDomain is the base domain StartVersityVirtualHost serves buckets
+// under: bucket.s3.backstop.test. Nothing resolves it: VirtualHostConfig's
+// client dials the server's loopback address for every host name.
+const VirtualDomain = "s3.backstop.test"
+
+// StartVersityVirtualHost is StartVersity with virtual-host addressing
+// (the bucket in the host name) enabled; use VirtualHostConfig.
+func StartVersityVirtualHost(t testing.TB) *Server {
+	return start(t, false, VirtualDomain)
+}
+
+func start(t testing.TB, useTLS bool, virtualDomain string) *Server {
 	t.Helper()
 	bin := Binary(t)
 	dir := t.TempDir()
@@ -115,6 +126,9 @@ func start(t testing.TB, useTLS bool) *Server {
 		bin:       bin,
 	}
 	s.args = []string{"--port", addr, "--quiet", "--keep-alive"}
+	if virtualDomain != "" {
+		s.args = append(s.args, "--virtual-domain", virtualDomain)
+	}
 	if useTLS {
 		certFile, keyFile, client := selfSigned(t, dir)
 		s.args = append(s.args, "--cert", certFile, "--key", keyFile)
@@ -150,6 +164,22 @@ func (s *Server) Config() s3backend.Config {
 		TLS:             s.HTTPClient != nil,
 		HTTPClient:      s.HTTPClient,
 	}
+}
+
+// VirtualHostConfig is Config with virtual-host addressing: the endpoint
+// is VirtualDomain (with the server's port), and the client connects every
+// host name to the server on 127.0.0.1.
+func (s *Server) VirtualHostConfig() s3backend.Config {
+	c := s.Config()
+	_, port, _ := net.SplitHostPort(s.Endpoint)
+	c.Endpoint, c.PathStyle = net.JoinHostPort(VirtualDomain, port), false
+	addr := s.Endpoint
+	c.HTTPClient = &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, network, addr)
+		},
+	}}
+	return c
 }
 
 // URL is the server's base URL.
