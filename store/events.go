@@ -11,13 +11,19 @@ import (
 var _ app.EventService = (*DB)(nil)
 
 // insertEvent adds e to the outbox inside tx, assigning id and time when
-// unset. Callers that change state and raise an event do both in one tx.
+// unset, and applies a job end's event to the open incidents (incidents.go).
+// Callers that change state and raise an event do both in one tx. Ids are
+// assigned here, inside the single writer's transaction, so id order is the
+// order events were committed in: the feed pages by id without skipping one.
 func (db *DB) insertEvent(ctx context.Context, tx *sql.Tx, e *app.Event) error {
 	if e.ID == "" {
 		e.ID = app.NewID(app.PrefixEvent)
 	}
 	if e.CreatedAt.IsZero() {
 		e.CreatedAt = app.At(db.Now())
+	}
+	if err := db.attachIncident(ctx, tx, e); err != nil {
+		return err
 	}
 	body, err := json.Marshal(e)
 	if err != nil {
@@ -52,3 +58,4 @@ func (db *DB) UndispatchedEvents(ctx context.Context, limit int) ([]*app.StoredE
 	}
 	return out, rows.Err()
 }
+
