@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 
 	"backstop/app"
 )
@@ -59,3 +60,34 @@ func (db *DB) UndispatchedEvents(ctx context.Context, limit int) ([]*app.StoredE
 	return out, rows.Err()
 }
 
+// EventFeed implements app.EventService.
+func (db *DB) EventFeed(ctx context.Context, f app.EventFilter) ([]*app.StoredEvent, error) {
+	if f.After != "" {
+		var one int
+		err := db.read.QueryRowContext(ctx, `SELECT 1 FROM events WHERE id = ?1 AND (?2 = '' OR tenant_id = ?2)`,
+			f.After, f.TenantID).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, app.NotFound("event")
+		} else if err != nil {
+			return nil, err
+		}
+	}
+	rows, err := db.read.QueryContext(ctx, `SELECT id, type, tenant_id, body FROM events
+		WHERE id > ?1 AND (?2 = '' OR tenant_id = ?2) AND type != ?3 ORDER BY id LIMIT ?4`,
+		f.After, f.TenantID, app.EventWebhookTest, f.Limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*app.StoredEvent
+	for rows.Next() {
+		var e app.StoredEvent
+		var body string
+		if err := rows.Scan(&e.ID, &e.Type, &e.TenantID, &body); err != nil {
+			return nil, err
+		}
+		e.Body = []byte(body)
+		out = append(out, &e)
+	}
+	return out, rows.Err()
+}

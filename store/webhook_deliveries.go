@@ -315,7 +315,9 @@ func (db *DB) RecordAttempts(ctx context.Context, outcomes []*app.AttemptOutcome
 }
 
 // PurgeDeliveries deletes deliveries finished before the time (attempts
-// cascade) and then the dispatched events left without any delivery.
+// cascade) and then the dispatched events left without any delivery that
+// were raised more than app.EventRetention ago: the event feed serves them
+// that long, however soon their deliveries end.
 func (db *DB) PurgeDeliveries(ctx context.Context, finishedBefore time.Time) (int, error) {
 	var n int64
 	err := db.WriteTx(ctx, func(tx *sql.Tx) error {
@@ -324,8 +326,9 @@ func (db *DB) PurgeDeliveries(ctx context.Context, finishedBefore time.Time) (in
 			return err
 		}
 		n, _ = res.RowsAffected()
-		_, err = tx.ExecContext(ctx, `DELETE FROM events WHERE dispatched_at < ?
-			AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = events.id)`, finishedBefore.UnixMilli())
+		_, err = tx.ExecContext(ctx, `DELETE FROM events WHERE dispatched_at IS NOT NULL AND created_at < ?
+			AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = events.id)`,
+			db.Now().Add(-app.EventRetention).UnixMilli())
 		return err
 	})
 	return int(n), err
