@@ -55,6 +55,9 @@ type Services struct {
 	JobStore  app.JobService
 	JobRunner app.JobSubmitter
 	JobFeed   app.JobFeed
+	// Events serves the event feed (GET /events) from the outbox; nil
+	// answers 501 not_implemented.
+	Events app.EventService
 
 	// VerifyReports serves GET /verify/latest and the status's verify
 	// summary; nil answers as if no verify ever ran.
@@ -210,6 +213,7 @@ func (s *Server) routes() {
 
 	// Jobs (jobs:read), starting work (restore:write, verify:write), failure codes.
 	s.jobRoutes()
+	s.eventRoutes() // GET /api/v1/events (jobs:read)
 
 	// Web session and first-run setup.
 	op(s, http.MethodPost, "session.create", "/api/v1/session", accessPublic, "", "Sign in (web interface)", s.createSession)
