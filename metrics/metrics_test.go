@@ -20,7 +20,9 @@ type fakeJobs struct {
 	err    error
 }
 
-func (f fakeJobs) CountActiveJobs(context.Context) ([]app.JobQueueCount, error) { return f.counts, f.err }
+func (f fakeJobs) CountActiveJobs(context.Context) ([]app.JobQueueCount, error) {
+	return f.counts, f.err
+}
 
 type fakeTargets []*app.StorageTarget
 
