@@ -106,7 +106,6 @@ func serve(ctx context.Context, args []string, e env) error {
 	agentJobChanged := func(j *app.Job) {
 		runner.Broker().Publish(j)
 		if app.JobTerminal(j.State) {
-			stats.JobEnded(j)
 			deliveries.Notify()
 		}
 	}
@@ -136,7 +135,7 @@ func serve(ctx context.Context, args []string, e env) error {
 	})
 
 	front := http.NewServeMux()
-	mountAgent(front, db, cfg, logger, agentJobChanged)
+	mountAgent(front, db, cfg, logger, agentJobChanged, stats.JobEnded)
 	front.Handle("/", api)
 	// The endpoints' restic repositories sit in front of the mux, which
 	// would redirect unclean paths instead of refusing them.
