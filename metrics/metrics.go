@@ -125,7 +125,14 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
 // ObserveRequest counts one answered HTTP request. route is the pattern the
 // request matched (e.g. /api/v1/endpoints/{id}), never the raw path.
+// Methods outside the standard ones are counted as OTHER: clients choose
+// the method, and must not be able to grow the series without bound.
 func (m *Metrics) ObserveRequest(route, method string, status int, d time.Duration) {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions:
+	default:
+		method = "OTHER"
+	}
 	m.httpRequests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
 	m.httpDuration.WithLabelValues(route, method).Observe(d.Seconds())
 }

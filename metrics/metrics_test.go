@@ -87,6 +87,8 @@ func TestScrapeSeries(t *testing.T) {
 	})
 	m.ObserveRequest("/api/v1/endpoints/{id}", http.MethodGet, 200, 3*time.Millisecond)
 	m.ObserveRequest("/api/v1/endpoints/{id}", http.MethodGet, 404, time.Millisecond)
+	m.ObserveRequest("(unmatched)", "BREW", 405, time.Millisecond)
+	m.ObserveRequest("(unmatched)", "PROPFIND", 405, time.Millisecond)
 	started := app.At(time.Unix(1000, 0))
 	m.JobEnded(&app.Job{Queue: app.QueueVerify, State: app.JobSucceeded, StartedAt: &started, DurationMs: app.Ptr(int64(90_000))})
 	m.JobEnded(&app.Job{Queue: app.QueueVerify, State: app.JobCancelled}) // never started: not observed
@@ -106,6 +108,7 @@ func TestScrapeSeries(t *testing.T) {
 		{"backstop_http_requests_total", map[string]string{"route": "/api/v1/endpoints/{id}", "method": "GET", "code": "200"}, 1},
 		{"backstop_http_requests_total", map[string]string{"route": "/api/v1/endpoints/{id}", "code": "404"}, 1},
 		{"backstop_http_request_duration_seconds", map[string]string{"route": "/api/v1/endpoints/{id}"}, 2},
+		{"backstop_http_requests_total", map[string]string{"route": "(unmatched)", "method": "OTHER", "code": "405"}, 2},
 		{"backstop_webhook_attempts_total", map[string]string{"outcome": "http_error"}, 1},
 		{"backstop_webhook_attempts_total", map[string]string{"outcome": "delivered"}, 1},
 		{"backstop_webhook_attempts_total", map[string]string{"outcome": "no_answer"}, 1},

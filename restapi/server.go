@@ -102,7 +102,8 @@ type Options struct {
 	// SSEKeepAlive is the interval of keep-alive comments on event
 	// streams (default 15 s).
 	SSEKeepAlive time.Duration
-	// UI serves everything outside /api/, /healthz and /readyz; nil answers 404.
+	// UI serves everything outside /api/, /healthz, /readyz and /metrics;
+	// nil answers 404.
 	UI http.Handler
 	// SetupToken, when set, lets the first administrator be created through
 	// POST /api/v1/setup. It is printed by serve while no administrator exists.
