@@ -44,6 +44,9 @@ func normalize(c app.Config) app.Config {
 	if len(c.API.TrustedProxies) == 0 {
 		c.API.TrustedProxies = nil
 	}
+	if len(c.Metrics.Allow) == 0 {
+		c.Metrics.Allow = nil
+	}
 	return c
 }
 
@@ -64,12 +67,14 @@ func TestConfigEnvironmentOverridesAndErrors(t *testing.T) {
 		t.Errorf("data_dir %q is not absolute", cfg.DataDir)
 	}
 	for name, tc := range map[string]struct{ key, value, want string }{
-		"edition":  {"SERVICE_EDITION", "gold", "config: edition:"},
-		"listen":   {"SERVICE_LISTEN", "8080", "config: listen:"},
-		"duration": {"SERVICE_ENDPOINTS_SILENT_AFTER_SERVER", "soon", "silent_after.server"},
-		"tls":      {"SERVICE_TLS_MODE", "files", "config: tls.cert_file:"},
-		"channel":  {"SERVICE_UPDATE_CHANNEL", "nightly", "config: update.channel:"},
-		"replica":  {"SERVICE_BACKUP_REPLICA_URL", "ftp://KEY:topsecret@host/dir", "config: backup.replica_url: unsupported scheme"},
+		"edition":       {"SERVICE_EDITION", "gold", "config: edition:"},
+		"listen":        {"SERVICE_LISTEN", "8080", "config: listen:"},
+		"duration":      {"SERVICE_ENDPOINTS_SILENT_AFTER_SERVER", "soon", "silent_after.server"},
+		"tls":           {"SERVICE_TLS_MODE", "files", "config: tls.cert_file:"},
+		"channel":       {"SERVICE_UPDATE_CHANNEL", "nightly", "config: update.channel:"},
+		"replica":       {"SERVICE_BACKUP_REPLICA_URL", "ftp://KEY:topsecret@host/dir", "config: backup.replica_url: unsupported scheme"},
+		"metrics allow": {"SERVICE_METRICS_ALLOW", "127.0.0.1/32,10.0.0.0/99", "config: metrics.allow: \"10.0.0.0/99\""},
+		"metrics token": {"SERVICE_METRICS_TOKEN", "secret", "config: metrics.token:"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := loadConfig("", "", func(k string) string {
@@ -83,6 +88,17 @@ func TestConfigEnvironmentOverridesAndErrors(t *testing.T) {
 			}
 		})
 	}
+	t.Run("metrics from the environment", func(t *testing.T) {
+		env := map[string]string{"SERVICE_METRICS_TOKEN": "0123456789abcdef0123", "SERVICE_METRICS_ALLOW": "127.0.0.1/32, 10.0.0.0/8,192.0.2.7"}
+		cfg, err := loadConfig("", "", func(k string) string { return env[k] })
+		if err != nil {
+			t.Fatal(err)
+		}
+		allow := cfg.MetricsAllow()
+		if cfg.Metrics.Token != env["SERVICE_METRICS_TOKEN"] || len(allow) != 3 || allow[1].String() != "10.0.0.0/8" || allow[2].String() != "192.0.2.7/32" {
+			t.Errorf("metrics = %+v (allow %v)", cfg.Metrics, allow)
+		}
+	})
 	t.Run("unknown key in file", func(t *testing.T) {
 		f := t.TempDir() + "/c.yaml"
 		os.WriteFile(f, []byte("listen: \":9000\"\nwebhooks:\n  allow_private: true\n"), 0o600)

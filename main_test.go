@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"backstop/app/jobs"
 )
 
 // lockedBuffer is an io.Writer the server logs into while the test reads it.
@@ -36,10 +38,13 @@ type appliance struct {
 	// shutdown stops serve as SIGTERM would and waits for it (once; the
 	// test's cleanup calls it too).
 	shutdown func()
+	// jobKinds are registered with serve's runner beside the real ones.
+	jobKinds []jobs.Kind
 }
 
 func (a *appliance) env(stdin string, stdout io.Writer) env {
-	return env{stdin: strings.NewReader(stdin), stdout: stdout, stderr: a.logs, getenv: func(k string) string { return a.vars[k] }}
+	return env{stdin: strings.NewReader(stdin), stdout: stdout, stderr: a.logs, getenv: func(k string) string { return a.vars[k] },
+		jobKinds: a.jobKinds}
 }
 
 // admin runs `backstop admin ...` through run() and returns its stdout.
@@ -110,7 +115,13 @@ func (a *appliance) expect(r reply, status int, code string) {
 // checking that it shut down cleanly and in time.
 func startAppliance(t *testing.T, vars map[string]string) *appliance {
 	t.Helper()
-	a := &appliance{t: t, logs: &lockedBuffer{}, vars: map[string]string{
+	return startApplianceWith(t, vars)
+}
+
+// startApplianceWith is startAppliance with extra job kinds.
+func startApplianceWith(t *testing.T, vars map[string]string, kinds ...jobs.Kind) *appliance {
+	t.Helper()
+	a := &appliance{t: t, logs: &lockedBuffer{}, jobKinds: kinds, vars: map[string]string{
 		"SERVICE_LISTEN": "127.0.0.1:0", "SERVICE_DATA_DIR": t.TempDir(), "SERVICE_LOG_LEVEL": "warn",
 	}}
 	for k, v := range vars {

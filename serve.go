@@ -85,11 +85,15 @@ func serve(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
+	// Metrics (metrics_mount.go): always counted, served only when
+	// metrics.token or metrics.allow is set.
+	stats := newMetrics(db, storage, logger)
 	deliveries := &webhooks.Dispatcher{Store: db, Events: db, Box: secretBox, Client: guard.Client(),
-		Logger: logger.With("component", "webhooks")}
+		Logger: logger.With("component", "webhooks"), Attempted: stats.WebhookAttempted}
 	// Jobs: kinds register with the runner; the API submits and streams
 	// through it. It starts (recovering interrupted jobs) after the listener.
-	runner := jobs.New(jobs.Config{Store: db, Schedules: db, Logger: logger.With("component", "jobs"), Notify: deliveries.Notify})
+	runner := jobs.New(jobs.Config{Store: db, Schedules: db, Logger: logger.With("component", "jobs"), Notify: deliveries.Notify,
+		Ended: stats.JobEnded})
 	for _, k := range agentapi.JobKinds(db, db) {
 		runner.Register(k)
 	}
@@ -126,11 +130,12 @@ func serve(ctx context.Context, args []string, e env) error {
 		RateLimit: cfg.API.RateLimit, RateWindow: cfg.API.RateWindow, TrustedProxies: proxies,
 		SecureCookies: cfg.TLS.Mode != "off" || strings.HasPrefix(cfg.PublicURL, "https://"),
 		Rules:         cfg.EndpointRules(), Logger: logger.With("component", "restapi"), SetupToken: setupToken,
-		UI: ui,
+		UI: ui, Metrics: stats.Handler(), MetricsToken: cfg.Metrics.Token, MetricsAllow: cfg.MetricsAllow(),
+		ObserveRequest: stats.ObserveRequest,
 	})
 
 	front := http.NewServeMux()
-	mountAgent(front, db, cfg, logger, agentJobChanged)
+	mountAgent(front, db, cfg, logger, agentJobChanged, stats.JobEnded)
 	front.Handle("/", api)
 	// The endpoints' restic repositories sit in front of the mux, which
 	// would redirect unclean paths instead of refusing them.

@@ -52,6 +52,10 @@ type Options struct {
 	// JobChanged, if set, is told every job state or progress the agents
 	// report (the SSE broker's Publish).
 	JobChanged func(*app.Job)
+	// JobEnded, if set, is told once of each job an agent's run ended
+	// (after JobChanged; never for a repeated finish report). Metrics
+	// observe durations here. It must not block.
+	JobEnded func(*app.Job)
 	// Install provides the agent binaries offered by GET /agent/v1/update.
 	Install *Install
 }

@@ -46,6 +46,7 @@ type appliance struct {
 	tenant  string
 	mu      sync.Mutex
 	changed []*app.Job
+	ended   []*app.Job
 }
 
 func newAppliance(t *testing.T) *appliance {
@@ -68,6 +69,10 @@ func newAppliance(t *testing.T) *appliance {
 		agentapi.Options{DataDir: a.dataDir, JobChanged: func(j *app.Job) {
 			a.mu.Lock()
 			a.changed = append(a.changed, j)
+			a.mu.Unlock()
+		}, JobEnded: func(j *app.Job) {
+			a.mu.Lock()
+			a.ended = append(a.ended, j)
 			a.mu.Unlock()
 		}}))
 	mux.Handle(resticrepo.PathPrefix, repo)
@@ -320,6 +325,20 @@ func TestAgentEndToEnd(t *testing.T) {
 		}
 		if n := len(ap.events(t, app.EventJobCompleted, run.JobID)); n != 1 {
 			t.Fatalf("job.completed raised %d times", n)
+		}
+		ap.mu.Lock()
+		var ended int
+		for _, j := range ap.ended {
+			if j.ID == run.JobID {
+				ended++
+				if !app.JobTerminal(j.State) {
+					t.Errorf("JobEnded told of a %s job", j.State)
+				}
+			}
+		}
+		ap.mu.Unlock()
+		if ended != 1 { // metrics observe each run's duration once
+			t.Fatalf("JobEnded told %d times of the run's job", ended)
 		}
 		e, _ := ap.db.Endpoint(ctx, epID)
 		if e.LastSnapshotID != f.SnapshotID {

@@ -151,6 +151,9 @@ func (h *Handler) finish(w http.ResponseWriter, r *http.Request, e *app.Endpoint
 	if !dup && h.opts.JobChanged != nil {
 		h.opts.JobChanged(job)
 	}
+	if !dup && h.opts.JobEnded != nil {
+		h.opts.JobEnded(job)
+	}
 	writeJSON(w, http.StatusOK, wire.FinishResult{JobID: job.ID, Duplicate: dup})
 }
 

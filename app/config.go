@@ -3,10 +3,12 @@ package app
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // Config is the appliance's start-up configuration: the YAML file with
@@ -63,6 +65,13 @@ type Config struct {
 		// MinFreeBytes: a storage target with less free space is full.
 		MinFreeBytes int64 `mapstructure:"min_free_bytes"`
 	} `mapstructure:"storage"`
+	// Metrics turns on GET /metrics (Prometheus text format): scrapers
+	// present Token as a Bearer token, or connect from an Allow prefix.
+	// Neither set: off (404).
+	Metrics struct {
+		Token string   `mapstructure:"token"`
+		Allow []string `mapstructure:"allow"`
+	} `mapstructure:"metrics"`
 }
 
 // TLSConfig selects how the listener serves TLS.
@@ -188,7 +197,30 @@ func (c *Config) Validate() error {
 	if c.Storage.MinFreeBytes < 0 {
 		return bad("storage.min_free_bytes", "must be 0 or a number of bytes, got %d", c.Storage.MinFreeBytes)
 	}
+	if c.Metrics.Token != "" && (len(c.Metrics.Token) < MinMetricsTokenLen || strings.ContainsFunc(c.Metrics.Token, unicode.IsSpace)) {
+		return bad("metrics.token", "must be at least %d characters without spaces, or empty", MinMetricsTokenLen)
+	}
+	for _, p := range c.Metrics.Allow {
+		if _, err := ParsePrefix(strings.TrimSpace(p)); err != nil {
+			return bad("metrics.allow", "%q is not an IP address or CIDR prefix", p)
+		}
+	}
 	return nil
+}
+
+// MinMetricsTokenLen is the shortest metrics.token accepted: a guessable
+// token would make the allow-list pointless.
+const MinMetricsTokenLen = 16
+
+// MetricsAllow returns metrics.allow as prefixes (Validate has checked them).
+func (c *Config) MetricsAllow() []netip.Prefix {
+	var out []netip.Prefix
+	for _, p := range c.Metrics.Allow {
+		if prefix, err := ParsePrefix(strings.TrimSpace(p)); err == nil {
+			out = append(out, prefix)
+		}
+	}
+	return out
 }
 
 // EndpointRules returns the thresholds configured for endpoint state.

@@ -52,6 +52,10 @@ func TestConfigValidateNamesKey(t *testing.T) {
 		{"backup.replica_url", func(c *Config) { c.Backup.ReplicaURL = "s3://AKIA@bucket/path" }},
 		{"backup.replica_url", func(c *Config) { c.Backup.ReplicaURL = "s3://bucket/p\x7f" }},
 		{"storage.min_free_bytes", func(c *Config) { c.Storage.MinFreeBytes = -1 }},
+		{"metrics.token", func(c *Config) { c.Metrics.Token = "short" }},
+		{"metrics.token", func(c *Config) { c.Metrics.Token = "a token with spaces in it" }},
+		{"metrics.allow", func(c *Config) { c.Metrics.Allow = []string{"127.0.0.1/32", "10.0.0.0/33"} }},
+		{"metrics.allow", func(c *Config) { c.Metrics.Allow = []string{"prometheus.local"} }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.key, func(t *testing.T) {

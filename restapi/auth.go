@@ -70,6 +70,7 @@ func (s *Server) authorize(ctx huma.Context, next func(huma.Context)) {
 	info, _ := op.Metadata[metaKey].(routeInfo)
 	r, w, _ := humahttprouter.Unwrap(ctx)
 	st := stateFrom(r.Context())
+	st.route = op.Path
 	if info.access == accessPublic {
 		next(ctx)
 		return

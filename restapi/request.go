@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"backstop/app"
+
+	"github.com/julienschmidt/httprouter"
 )
 
 // requestState travels with each request from the outer middleware through
@@ -22,6 +24,7 @@ type requestState struct {
 	ip        string
 	principal *principal
 	action    string // operation id; set for audited operations
+	route     string // pattern the request matched, for metrics
 	base      string // scheme://host this request reached, for links
 	// actedFor is the tenant the request turned out to act for, when the
 	// caller acts across tenants (a provider without X-Service-Tenant) and
@@ -60,7 +63,36 @@ func (s *Server) withRequestState(next http.Handler) http.Handler {
 			h.Set("Cache-Control", "no-store")
 		}
 		aw := &auditingWriter{ResponseWriter: w, s: s, r: r, st: st}
+		if s.opts.ObserveRequest == nil {
+			next.ServeHTTP(aw, r.WithContext(context.WithValue(r.Context(), stateKey{}, st)))
+			return
+		}
+		started := time.Now()
+		defer func() {
+			// Also when a handler panics on purpose (http.ErrAbortHandler):
+			// the request was answered, if only in part.
+			status := aw.status
+			if status == 0 {
+				status = http.StatusOK
+			}
+			s.opts.ObserveRequest(st.route, r.Method, status, time.Since(started))
+		}()
 		next.ServeHTTP(aw, r.WithContext(context.WithValue(r.Context(), stateKey{}, st)))
+	})
+}
+
+// Route labels for requests that matched no route pattern.
+const (
+	routeUI        = "(ui)"        // the web interface's pages and files
+	routeUnmatched = "(unmatched)" // 404 and 405 answers outside the web interface
+)
+
+// plain registers a GET route outside huma (probes, metrics): no
+// authentication by API key, no audit row, no rate limit.
+func (s *Server) plain(path string, h httprouter.Handle) {
+	s.router.GET(path, func(w http.ResponseWriter, r *http.Request, p httprouter.Params) {
+		stateFrom(r.Context()).route = path
+		h(w, r, p)
 	})
 }
 
@@ -147,6 +179,7 @@ type auditingWriter struct {
 	st      *requestState
 	wrote   bool
 	discard bool
+	status  int // the status sent
 }
 
 func (w *auditingWriter) WriteHeader(code int) {
@@ -163,11 +196,12 @@ func (w *auditingWriter) WriteHeader(code int) {
 					h.Del(k)
 				}
 			}
-			w.discard = true
+			w.discard, w.status = true, http.StatusInternalServerError
 			writeProblemRaw(w.ResponseWriter, newProblem(app.EINTERNAL, "Internal error; request id "+w.st.id+"."))
 			return
 		}
 	}
+	w.status = code
 	w.ResponseWriter.WriteHeader(code)
 }
 
@@ -228,7 +262,10 @@ func writeProblemRaw(w http.ResponseWriter, p *Problem) {
 }
 
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	st := stateFrom(r.Context())
+	st.route = routeUnmatched
 	if s.opts.UI != nil && !strings.HasPrefix(r.URL.Path, "/api/") {
+		st.route = routeUI
 		s.opts.UI.ServeHTTP(w, r)
 		return
 	}
@@ -236,6 +273,7 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	stateFrom(r.Context()).route = routeUnmatched
 	writeProblemRaw(w, newProblem("method_not_allowed", fmt.Sprintf("%s is not allowed on %s; see the Allow header.", r.Method, r.URL.Path)))
 }
 

@@ -105,11 +105,23 @@ type Options struct {
 	// SSEKeepAlive is the interval of keep-alive comments on event
 	// streams (default 15 s).
 	SSEKeepAlive time.Duration
-	// UI serves everything outside /api/, /healthz and /readyz; nil answers 404.
+	// UI serves everything outside /api/, /healthz, /readyz and /metrics;
+	// nil answers 404.
 	UI http.Handler
 	// SetupToken, when set, lets the first administrator be created through
 	// POST /api/v1/setup. It is printed by serve while no administrator exists.
 	SetupToken string
+
+	// Metrics answers GET /metrics (metrics.go) to a caller presenting
+	// MetricsToken as a Bearer token or connecting from a MetricsAllow
+	// prefix. Nil, or neither set: /metrics answers 404.
+	Metrics      http.Handler
+	MetricsToken string
+	MetricsAllow []netip.Prefix
+	// ObserveRequest, if set, is told of every answered request: the route
+	// pattern it matched (never the raw path), its method, the status sent
+	// and how long it took. It must not block.
+	ObserveRequest func(route, method string, status int, d time.Duration)
 }
 
 // Server is the HTTP front of the appliance.
@@ -188,9 +200,11 @@ func (s *Server) OpenAPI() *huma.OpenAPI { return s.api.OpenAPI() }
 
 // routes registers every route; it reads as the API's table of contents.
 func (s *Server) routes() {
-	// Probes: unauthenticated, unversioned, never audited.
-	s.router.GET("/healthz", s.healthz)
-	s.router.GET("/readyz", s.readyz)
+	// Probes and metrics: unversioned, never audited, outside the API
+	// keys' rate limit.
+	s.plain("/healthz", s.healthz)
+	s.plain("/readyz", s.readyz)
+	s.plain("/metrics", s.metrics) // metrics.go: off unless a token or allow-list is set
 
 	// Status and endpoints (status:read).
 	get(s, "status.get", "/api/v1/status", app.ScopeStatusRead, "Summary of the tenant's protection", s.getStatus)

@@ -95,6 +95,16 @@ func (db *DB) SaveVersionCheck(ctx context.Context, c *app.VersionCheck) error {
 	return err
 }
 
+var _ app.ActiveJobCounter = (*DB)(nil)
+
+// CountActiveJobs implements app.ActiveJobCounter on the jobs_state index.
+func (db *DB) CountActiveJobs(ctx context.Context) ([]app.JobQueueCount, error) {
+	return queryRows(ctx, db.read, func(s scanner) (app.JobQueueCount, error) {
+		var c app.JobQueueCount
+		return c, s.Scan(&c.State, &c.Queue, &c.Count)
+	}, `SELECT state, queue, count(*) FROM jobs WHERE state IN ('queued', 'running') GROUP BY state, queue`)
+}
+
 // CountJobs counts running and queued jobs and those finished since the time.
 func (db *DB) CountJobs(ctx context.Context, tenantID string, since time.Time) (app.JobCounts, error) {
 	var c app.JobCounts

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -489,6 +490,23 @@ func TestCountJobs(t *testing.T) {
 		if got, err := db.CountJobs(ctx, tenant, since); err != nil || got != want {
 			t.Errorf("CountJobs(%q) = %+v, %v; want %+v", tenant, got, err, want)
 		}
+	}
+	add("job_8", "tn_b", app.JobQueued, nil)
+	active, err := db.CountActiveJobs(ctx)
+	want := []app.JobQueueCount{{Queue: app.QueueEndpointBackup, State: app.JobQueued, Count: 2},
+		{Queue: app.QueueEndpointBackup, State: app.JobRunning, Count: 1}}
+	if err != nil || !reflect.DeepEqual(active, want) {
+		t.Errorf("CountActiveJobs = %+v, %v; want %+v", active, err, want)
+	}
+	// The count reads the state index, never the whole job history.
+	var detail string
+	var id, parent, unused int
+	if err := db.read.QueryRowContext(ctx, `EXPLAIN QUERY PLAN SELECT state, queue, count(*) FROM jobs
+		WHERE state IN ('queued', 'running') GROUP BY state, queue`).Scan(&id, &parent, &unused, &detail); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(detail, "jobs_state") {
+		t.Errorf("query plan %q does not use the jobs_state index", detail)
 	}
 }
 

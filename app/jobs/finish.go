@@ -44,6 +44,9 @@ func (r *Runner) finish(ctx context.Context, id string, out *Outcome, runErr err
 		return nil, err
 	}
 	r.broker.Publish(j)
+	if r.cfg.Ended != nil {
+		r.cfg.Ended(j)
+	}
 	if j.State != app.JobInterrupted && r.cfg.Notify != nil {
 		r.cfg.Notify()
 	}

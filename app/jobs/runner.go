@@ -82,6 +82,10 @@ type Config struct {
 	// Notify, if set, is called after a job's end committed webhook events
 	// (it wakes the webhook dispatcher).
 	Notify func()
+	// Ended, if set, is called once with each job this runner ended, after
+	// its final state committed (metrics observe durations here). It must
+	// not block.
+	Ended func(*app.Job)
 }
 
 // DefaultBackoff is the delay before the first, second and later automatic retries.

@@ -50,6 +50,10 @@ type Dispatcher struct {
 	PollInterval time.Duration
 	// UserAgent of every attempt (default backstop-webhooks/<app.Version>).
 	UserAgent string
+	// Attempted, if set, is called with the outcome of every attempt made
+	// (not those cut short by Close), before it is committed. It must not
+	// block: metrics count attempts and ended deliveries here.
+	Attempted func(*app.AttemptOutcome)
 
 	wake    chan struct{} // events or deliveries were added
 	freed   chan struct{} // claims were released
@@ -262,6 +266,9 @@ func (d *Dispatcher) work(ctx context.Context) {
 		if out == nil { // shutting down: no outcome, the delivery stays pending
 			d.release(dd.ID)
 			continue
+		}
+		if d.Attempted != nil {
+			d.Attempted(out)
 		}
 		d.results <- out
 	}
