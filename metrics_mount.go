@@ -3,8 +3,8 @@ package main
 import (
 	"log/slog"
 
+	"backstop/app/metrics"
 	"backstop/app/targets"
-	"backstop/metrics"
 	"backstop/store"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"backstop/app"
-	"backstop/metrics"
+	"backstop/app/metrics"
 
 	"github.com/prometheus/common/expfmt"
 )
