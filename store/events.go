@@ -42,22 +42,16 @@ func (db *DB) PublishEvent(ctx context.Context, e *app.Event) error {
 
 // UndispatchedEvents returns events not yet fanned out, oldest first.
 func (db *DB) UndispatchedEvents(ctx context.Context, limit int) ([]*app.StoredEvent, error) {
-	rows, err := db.read.QueryContext(ctx, "SELECT id, type, tenant_id, body FROM events WHERE dispatched_at IS NULL ORDER BY id LIMIT ?", limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*app.StoredEvent
-	for rows.Next() {
-		var e app.StoredEvent
-		var body string
-		if err := rows.Scan(&e.ID, &e.Type, &e.TenantID, &body); err != nil {
-			return nil, err
-		}
-		e.Body = []byte(body)
-		out = append(out, &e)
-	}
-	return out, rows.Err()
+	return queryRows(ctx, db.read, scanStoredEvent,
+		"SELECT id, type, tenant_id, body FROM events WHERE dispatched_at IS NULL ORDER BY id LIMIT ?", limit)
+}
+
+func scanStoredEvent(s scanner) (*app.StoredEvent, error) {
+	var e app.StoredEvent
+	var body string
+	err := s.Scan(&e.ID, &e.Type, &e.TenantID, &body)
+	e.Body = []byte(body)
+	return &e, err
 }
 
 // EventFeed implements app.EventService.
@@ -72,22 +66,7 @@ func (db *DB) EventFeed(ctx context.Context, f app.EventFilter) ([]*app.StoredEv
 			return nil, err
 		}
 	}
-	rows, err := db.read.QueryContext(ctx, `SELECT id, type, tenant_id, body FROM events
+	return queryRows(ctx, db.read, scanStoredEvent, `SELECT id, type, tenant_id, body FROM events
 		WHERE id > ?1 AND (?2 = '' OR tenant_id = ?2) AND type != ?3 ORDER BY id LIMIT ?4`,
 		f.After, f.TenantID, app.EventWebhookTest, f.Limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*app.StoredEvent
-	for rows.Next() {
-		var e app.StoredEvent
-		var body string
-		if err := rows.Scan(&e.ID, &e.Type, &e.TenantID, &body); err != nil {
-			return nil, err
-		}
-		e.Body = []byte(body)
-		out = append(out, &e)
-	}
-	return out, rows.Err()
 }
