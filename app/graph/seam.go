@@ -449,7 +449,9 @@ func (c *Client) DriveDelta(ctx context.Context, driveID, deltaLink string, fn f
 }
 
 // DriveItem returns one item (with a fresh download URL).
-func (c *Client) DriveItem(ctx context.Context, driveID, itemID string) (DriveItem, error) { panic("seam") }
+func (c *Client) DriveItem(ctx context.Context, driveID, itemID string) (DriveItem, error) {
+	panic("seam")
+}
 
 // DriveItemByPath returns the item at path below the drive root
 // ("Restored …/a/b.txt").

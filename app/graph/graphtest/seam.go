@@ -92,7 +92,9 @@ func (s *Server) AddFolder(userID, parentID, name string) string { panic("seam")
 
 // AddMessage delivers raw MIME into a folder as a received, non-draft
 // message and returns its id.
-func (s *Server) AddMessage(userID, folderID string, mime []byte, received time.Time) string { panic("seam") }
+func (s *Server) AddMessage(userID, folderID string, mime []byte, received time.Time) string {
+	panic("seam")
+}
 
 // DeleteMessage removes a message (delta reports @removed).
 func (s *Server) DeleteMessage(userID, messageID string) { panic("seam") }
