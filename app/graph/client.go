@@ -216,8 +216,13 @@ func (c *Client) Do(ctx context.Context, scope Scope, req *Request) (*http.Respo
 		}
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		resp.Body.Close()
-		release()
 		gerr := parseError(resp.StatusCode, resp.Header, body, c.now())
+		if retryableStatus(resp.StatusCode) && gerr.RetryAfter > 0 {
+			// Fence before giving the slot back, so no queued request of
+			// the scope slips out in between.
+			st.fence(c.now().Add(gerr.RetryAfter))
+		}
+		release()
 
 		switch {
 		case resp.StatusCode == http.StatusUnauthorized && !req.NoAuth && !refreshed &&
@@ -227,11 +232,10 @@ func (c *Client) Do(ctx context.Context, scope Scope, req *Request) (*http.Respo
 			attempt-- // a refreshed token is not a retry of the budget
 		case !retryableStatus(resp.StatusCode) || attempt >= c.cfg.MaxRetries:
 			return nil, gerr
+		case gerr.RetryAfter > c.cfg.MaxRetryAfter:
+			return nil, gerr
 		case gerr.RetryAfter > 0:
-			st.fence(c.now().Add(gerr.RetryAfter))
-			if gerr.RetryAfter > c.cfg.MaxRetryAfter {
-				return nil, gerr
-			}
+			// acquire waits for the fence set above.
 		default:
 			if err := sleep(ctx, c.backoffFor(attempt)); err != nil {
 				return nil, err
