@@ -339,3 +339,31 @@ func TestBatch(t *testing.T) {
 		t.Fatalf("21 requests: %d", r.status)
 	}
 }
+
+// BenchmarkMailboxDelta pages the first delta of a 1,000-message folder in
+// pages of 500 and fetches every message's MIME.
+func BenchmarkMailboxDelta(b *testing.B) {
+	s := New(testTenant, Options{})
+	defer s.Close()
+	c := &client{t: &testing.T{}, s: s}
+	c.token = c.fetchToken(200)["access_token"].(string)
+	uid := s.AddUser(User{UserPrincipalName: "a@x.test"})
+	for i := 0; i < 1000; i++ {
+		s.AddMessage(uid, "inbox", mimeMsg(strconv.Itoa(i), strconv.Itoa(i)+"@x"), time.Now())
+	}
+	for i := 0; i < 10000; i++ {
+		s.AddUser(User{UserPrincipalName: strconv.Itoa(i) + "@x.test"})
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		all, _ := c.runDelta("/users/"+uid+"/mailFolders/inbox/messages/delta?$select=id", "500")
+		if len(all) != 1000 {
+			b.Fatal(len(all))
+		}
+		next := "/users?$top=999"
+		for next != "" {
+			p := c.mustGet(next, nil)
+			next, _ = p["@odata.nextLink"].(string)
+		}
+	}
+}
