@@ -481,3 +481,24 @@ func TestQuickXorHash(t *testing.T) {
 		}
 	}
 }
+
+func TestDownloadURLExpires(t *testing.T) {
+	s, c := newFake(t, Options{DownloadURLLifetime: 50 * time.Millisecond})
+	uid := s.AddUser(User{UserPrincipalName: "a@x.test"})
+	id := s.AddFile(uid, "x.txt", []byte("x"))
+	did := c.mustGet("/users/"+uid+"/drive", nil)["id"].(string)
+	dl := c.mustGet("/drives/"+did+"/items/"+id, nil)["@microsoft.graph.downloadUrl"].(string)
+	time.Sleep(100 * time.Millisecond)
+	if r := c.do("GET", dl, map[string]string{"Authorization": ""}, nil); r.status != 401 {
+		t.Fatalf("expired URL: %d", r.status)
+	}
+	dl = c.mustGet("/drives/"+did+"/items/"+id, nil)["@microsoft.graph.downloadUrl"].(string)
+	if r := c.do("GET", dl, map[string]string{"Authorization": ""}, nil); r.status != 200 || string(r.body) != "x" {
+		t.Fatalf("fresh URL: %d", r.status)
+	}
+	// Folders page by Prefer: odata.maxpagesize as well.
+	p := c.mustGet("/users/"+uid+"/mailFolders", map[string]string{"Prefer": "odata.maxpagesize=2"})
+	if len(values(p)) != 2 || p["@odata.nextLink"] == nil {
+		t.Fatalf("folder paging %v", p)
+	}
+}
