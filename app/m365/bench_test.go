@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"testing"
@@ -99,6 +101,7 @@ func BenchmarkMailboxes(b *testing.B) {
 		b.ReportMetric(ratio, "ratio")
 		b.ReportMetric(inc, "s/50-incremental")
 		b.ReportMetric(hwm/1024, "MiB-peak-RSS")
+		b.Logf("child memory: %s", kv["mem"])
 		b.Logf("child peak RSS after the full round: %s", kv["fullVmHWM"])
 		b.Logf("one mailbox × %d: %.2f s; %d mailboxes in parallel: %.2f s (%.2f×); incremental of %d unchanged: %.2f s; child peak RSS %.0f MiB; fake stats %+v",
 			benchMessages, one.Seconds(), benchMailboxes, full, ratio, benchMailboxes, inc, hwm/1024, stats)
@@ -208,6 +211,15 @@ func TestBenchChild(t *testing.T) {
 	}
 	full, results := run(nil)
 	fmt.Printf("bench.fullVmHWM=%s\n", vmHWM())
+	if os.Getenv("M365_BENCH_PROFILE") != "" {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		fmt.Printf("bench.mem=heapInuse %d MiB, heapSys %d MiB, stack %d MiB, sys %d MiB, goroutines %d\n",
+			ms.HeapInuse>>20, ms.HeapSys>>20, ms.StackInuse>>20, ms.Sys>>20, runtime.NumGoroutine())
+		f, _ := os.Create(os.Getenv("M365_BENCH_PROFILE"))
+		pprof.WriteHeapProfile(f)
+		f.Close()
+	}
 	inc, _ := run(results)
 	fmt.Printf("bench.full=%.3f\nbench.incremental=%.3f\n", full.Seconds(), inc.Seconds())
 	fmt.Printf("bench.VmHWM=%s\n", vmHWM())
