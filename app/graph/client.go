@@ -158,6 +158,13 @@ func defaultHTTPClient() *http.Client {
 // AzureTenantID is the tenant the client signs in to.
 func (c *Client) AzureTenantID() string { return c.cfg.AzureTenantID }
 
+// ClientID is the application (client) id the client signs in as.
+func (c *Client) ClientID() string { return c.cfg.ClientID }
+
+// LoginURL is the identity platform base the client signs in at (the
+// admin-consent link is built on it).
+func (c *Client) LoginURL() string { return c.cfg.LoginURL }
+
 // Scope names whose throttling budget a request spends.
 type Scope string
 

@@ -38,10 +38,6 @@ type errContext struct {
 	restore    bool   // writes: quota errors are the destination's
 }
 
-// optional accessors a graph.Client may have; the consent link needs them.
-type clientIDer interface{ ClientID() string }
-type loginURLer interface{ LoginURL() string }
-
 // failure maps err to the *app.FailureError the job reports. Errors that
 // are already failures (the store's, say) and context errors pass through;
 // a Graph error with no specific meaning comes back as it is.
@@ -55,13 +51,7 @@ func failure(c *graph.Client, ec errContext, err error) error {
 	}
 	tenant, clientID, loginURL := "", "", graph.DefaultLoginURL
 	if c != nil {
-		tenant = c.AzureTenantID()
-		if x, ok := any(c).(clientIDer); ok {
-			clientID = x.ClientID()
-		}
-		if x, ok := any(c).(loginURLer); ok && x.LoginURL() != "" {
-			loginURL = x.LoginURL()
-		}
+		tenant, clientID, loginURL = c.AzureTenantID(), c.ClientID(), c.LoginURL()
 	}
 	var ae *graph.AuthError
 	if errors.As(err, &ae) {

@@ -227,7 +227,7 @@ func TestCheck(t *testing.T) {
 	}
 	var fe *failureError
 	errors.As(err, &fe)
-	if fe.Params["permission"] != "Organization.Read.All" || !strings.Contains(fe.Params["consentUrl"].(string), "/adminconsent?client_id=") ||
+	if fe.Params["permission"] != "Organization.Read.All" || fe.Params["consentUrl"] != ConsentURL(f.fake.LoginURL(), testTenant.AzureTenantID, testTenant.ClientID) ||
 		fe.Params["azureTenantId"] != testTenant.AzureTenantID {
 		t.Fatalf("params %v", fe.Params)
 	}
