@@ -37,7 +37,17 @@ const (
 	chunkerAlgo = "fastcdc-v1.0.0"
 )
 
+// Buffers are pooled by size, and small items and blobs never take a large
+// buffer: a backup of 50 mailboxes at once runs hundreds of PutItems and
+// seals at a time, almost all of a few KiB, and 128 KiB each would be most
+// of the appliance's memory.
+const (
+	smallRead  = 16 << 10 // PutItem's first read; most messages fit
+	smallPlain = 32 << 10 // blobs up to this size are copied exactly to the sealers
+)
+
 var (
+	firstPool = sync.Pool{New: func() any { b := make([]byte, smallRead); return &b }}
 	smallPool = sync.Pool{New: func() any { b := make([]byte, smallItem+1); return &b }}
 	chunkPool = sync.Pool{New: func() any { b := make([]byte, 2*chunkMax); return &b }}
 	plainPool = sync.Pool{New: func() any { b := make([]byte, 0, chunkMax+1); return &b }}
@@ -205,10 +215,19 @@ func (w *Writer) PutItem(ctx context.Context, r io.Reader) (Content, error) {
 	}
 	h := sha256.New()
 	var c Content
-	sp := smallPool.Get().(*[]byte)
-	defer smallPool.Put(sp)
-	small := *sp
+	fp := firstPool.Get().(*[]byte)
+	defer firstPool.Put(fp)
+	small := *fp
 	n, err := io.ReadFull(r, small)
+	if err == nil { // more than smallRead: read on up to smallItem+1
+		sp := smallPool.Get().(*[]byte)
+		defer smallPool.Put(sp)
+		copy(*sp, small)
+		small = *sp
+		var m int
+		m, err = io.ReadFull(r, small[n:])
+		n += m
+	}
 	switch {
 	case err == io.EOF || err == io.ErrUnexpectedEOF:
 		if n > 0 {
@@ -296,15 +315,20 @@ func (w *Writer) add(ctx context.Context, typ byte, id app.BlobID, plain []byte)
 	w.stats.NewBlobs++
 	w.stats.NewBytes += int64(len(plain))
 	w.mu.Unlock()
-	bp := plainPool.Get().(*[]byte)
-	job := sealJob{typ: typ, id: id, plain: append((*bp)[:0], plain...), buf: bp}
+	job := sealJob{typ: typ, id: id}
+	if len(plain) <= smallPlain {
+		job.plain = bytes.Clone(plain)
+	} else {
+		job.buf = plainPool.Get().(*[]byte)
+		job.plain = append((*job.buf)[:0], plain...)
+	}
 	w.sealing.Add(1)
 	select {
 	case w.seals <- job:
 		return nil
 	case <-ctx.Done():
 		w.sealing.Done()
-		plainPool.Put(bp)
+		job.release()
 		w.setErr(ctx.Err())
 		return ctx.Err()
 	}
@@ -315,7 +339,13 @@ type sealJob struct {
 	typ   byte
 	id    app.BlobID
 	plain []byte
-	buf   *[]byte // plain's pooled buffer
+	buf   *[]byte // plain's pooled buffer; nil for a small blob's exact copy
+}
+
+func (j *sealJob) release() {
+	if j.buf != nil {
+		plainPool.Put(j.buf)
+	}
 }
 
 // sealer compresses and encrypts blobs and appends them to the open pack.
@@ -329,7 +359,7 @@ func (w *Writer) sealer() {
 }
 
 func (w *Writer) seal(j sealJob, sp *[]byte) {
-	defer plainPool.Put(j.buf)
+	defer j.release()
 	if w.failed() != nil {
 		return
 	}
@@ -357,7 +387,7 @@ func (w *Writer) appendLocked(typ byte, id app.BlobID, stored []byte, rawLength 
 		if err != nil {
 			return nil, spoolFailure(w.targetID, err)
 		}
-		p.f, p.w = f, bufio.NewWriterSize(f, 256<<10)
+		p.f, p.w = f, bufio.NewWriterSize(f, 64<<10)
 	}
 	if _, err := p.w.Write(stored); err != nil {
 		return nil, spoolFailure(w.targetID, err)
