@@ -19,7 +19,7 @@ func TestQueueForPicksTheQueuePerTarget(t *testing.T) {
 		ran.Add(1)
 		return &jobs.Outcome{}, nil
 	})
-	k.QueueFor = func(t app.JobTarget) string {
+	k.QueueFor = func(_ context.Context, t app.JobTarget) string {
 		switch {
 		case strings.HasSuffix(t.ID, "-mbx"):
 			return app.QueueMailboxBackup

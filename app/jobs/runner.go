@@ -36,7 +36,7 @@ type Kind struct {
 	// (e.g. mailbox objects to mailbox_backup, drives to drive_backup);
 	// "" falls back to Queue. Every queue it can answer must be listed in
 	// Queues so the runner's pools claim from it.
-	QueueFor func(t app.JobTarget) string
+	QueueFor func(ctx context.Context, t app.JobTarget) string
 	Queues   []string
 	// Resolve checks that the target exists and belongs to the tenant and
 	// returns it with its display name. Another tenant's target must be
@@ -229,7 +229,7 @@ func (r *Runner) Submit(ctx context.Context, req app.JobRequest) (*app.Job, erro
 	}
 	queue := k.Queue
 	if k.QueueFor != nil {
-		if q := k.QueueFor(target); q != "" {
+		if q := k.QueueFor(ctx, target); q != "" {
 			queue = q
 		}
 	}
