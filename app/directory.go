@@ -181,3 +181,10 @@ type DirectoryService interface {
 	// date then tenant; tenantID "" for every tenant.
 	DailyCounts(ctx context.Context, tenantID, from, to string) ([]DailyDirectoryCounts, error)
 }
+
+// DirectoryProtector protects and unprotects directory entries the way PUT
+// /directory/{id}/protection does: protecting a Microsoft 365 entry
+// creates its missing mailbox and drive objects (app/protect implements it).
+type DirectoryProtector interface {
+	SetProtection(ctx context.Context, id string, protected bool) (*DirectoryEntry, error)
+}
