@@ -35,9 +35,11 @@ func (h *harness) withM365(t *testing.T) {
 	}
 	runner := jobs.New(jobs.Config{Store: h.db, Schedules: h.db, Now: h.clock.Now, Logger: discardLogger()})
 	engine := protect.M365Engine{
-		NewClient:  func(graph.Config) (*graph.Client, error) { return &graph.Client{}, nil },
-		ConsentURL: func(login, tenant, client string) string { return login + "/" + tenant + "/adminconsent?client_id=" + client },
-		Check:      func(context.Context, *graph.Client) error { return nil },
+		NewClient: func(graph.Config) (*graph.Client, error) { return &graph.Client{}, nil },
+		ConsentURL: func(login, tenant, client string) string {
+			return login + "/" + tenant + "/adminconsent?client_id=" + client
+		},
+		Check: func(context.Context, *graph.Client) error { return nil },
 		SyncDirectory: func(context.Context, *graph.Client, m365.Progress) ([]m365.DirectoryUser, error) {
 			return []m365.DirectoryUser{{ExternalID: "u-1", Kind: app.DirectoryUser, DisplayName: "Alice", Email: "alice@contoso.example",
 				Enabled: true, Licensed: true, Licenses: []string{"SPE_E3"}, HasMailbox: true}}, nil
