@@ -93,7 +93,8 @@ func serve(ctx context.Context, args []string, e env) error {
 	// Jobs: kinds register with the runner; the API submits and streams
 	// through it. It starts (recovering interrupted jobs) after the listener.
 	runner := jobs.New(jobs.Config{Store: db, Schedules: db, Logger: logger.With("component", "jobs"), Notify: deliveries.Notify,
-		Ended: stats.JobEnded})
+		Ended:   stats.JobEnded,
+		Workers: map[string]int{app.QueueMailboxBackup: m365BackupWorkers, app.QueueDriveBackup: m365BackupWorkers}})
 	for _, k := range agentapi.JobKinds(db, db) {
 		runner.Register(k)
 	}
@@ -112,7 +113,7 @@ func serve(ctx context.Context, args []string, e env) error {
 	if err := mountVerify(runner, db, cfg, logger); err != nil {
 		return err
 	}
-	protected := mountProtect(runner, db, secretBox, blobs, logger) // protect_mount.go
+	protected := mountProtect(runner, db, secretBox, blobs, cfg, logger) // protect_mount.go
 	ui, err := assets.New()
 	if err != nil {
 		return err
@@ -123,7 +124,7 @@ func serve(ctx context.Context, args []string, e env) error {
 		Ping:     db.Ping,
 		JobStore: db, JobRunner: runner, JobFeed: runner.Broker(), Events: db, VerifyReports: db, Retention: db,
 		Storage: storage, ApplianceKey: readApplianceKey(cfg), ApplianceKeys: db,
-		Sources: protected, Protected: db, Snapshots: protected, Directory: db,
+		Sources: protected, Protected: db, Snapshots: protected, Directory: db, Protection: protected,
 		ProtectionChanged: func() { syncProtectSchedules(runner, db, logger) },
 	}, restapi.Options{
 		Edition: cfg.Edition, PublicURL: cfg.PublicURL, DataDir: cfg.DataDir,
@@ -206,6 +207,8 @@ func serve(ctx context.Context, args []string, e env) error {
 		syncRetentionSchedules(runner, db, logger)
 		syncProtectSchedules(runner, db, logger)
 	})
+	crons.AddFunc("7 * * * *", func() { syncM365Directories(protected, db, logger) })
+	crons.AddFunc("0 0 * * *", func() { recordDailyCounts(db, db.Now(), false, logger) })
 	srv.RegisterOnShutdown(api.CloseStreams)
 
 	errc := make(chan error, 1)
@@ -232,6 +235,7 @@ func serve(ctx context.Context, args []string, e env) error {
 	syncVerifySchedules(runner, db, logger) // then every 10 minutes from cron
 	syncRetentionSchedules(runner, db, logger)
 	syncProtectSchedules(runner, db, logger)
+	recordDailyCounts(db, db.Now(), true, logger) // then at 00:00 UTC from cron
 
 	select {
 	case err := <-errc:

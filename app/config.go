@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"backstop/app/graph"
 )
 
 // Config is the appliance's start-up configuration: the YAML file with
@@ -72,6 +74,13 @@ type Config struct {
 		Token string   `mapstructure:"token"`
 		Allow []string `mapstructure:"allow"`
 	} `mapstructure:"metrics"`
+	// Graph tunes the Microsoft Graph client of every Microsoft 365 source.
+	Graph struct {
+		// MaxConcurrency is the appliance-wide total of Graph requests in
+		// flight, over every tenant and mailbox (Outlook's per-mailbox
+		// limit of 4 applies within it).
+		MaxConcurrency int `mapstructure:"max_concurrency"`
+	} `mapstructure:"graph"`
 }
 
 // TLSConfig selects how the listener serves TLS.
@@ -109,6 +118,7 @@ func DefaultConfig() Config {
 	c.Endpoints.SilentAfter.Server = 15 * time.Minute
 	c.Endpoints.SilentAfter.Client = 72 * time.Hour
 	c.Storage.MinFreeBytes = DefaultMinFreeBytes
+	c.Graph.MaxConcurrency = graph.DefaultMaxConcurrency
 	return c
 }
 
@@ -193,6 +203,9 @@ func (c *Config) Validate() error {
 		if err := ValidateReplicaURL(c.Backup.ReplicaURL); err != nil {
 			return bad("backup.replica_url", "%v", err)
 		}
+	}
+	if c.Graph.MaxConcurrency < 1 || c.Graph.MaxConcurrency > 10000 {
+		return bad("graph.max_concurrency", "must be between 1 and 10000, got %d", c.Graph.MaxConcurrency)
 	}
 	if c.Storage.MinFreeBytes < 0 {
 		return bad("storage.min_free_bytes", "must be 0 or a number of bytes, got %d", c.Storage.MinFreeBytes)

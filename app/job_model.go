@@ -16,13 +16,14 @@ const (
 	QueueRestore         = "restore"
 	QueueVerify          = "verify"
 	QueueArchiveVerify   = "archive_verify"
+	QueueDirectorySync   = "directory_sync"
 	QueueRetention       = "retention"
 	QueueMaintenance     = "maintenance"
 )
 
 // JobQueues lists every queue.
 var JobQueues = []string{QueueMailboxBackup, QueueDriveBackup, QueueIMAPBackup, QueueEndpointBackup,
-	QueueEndpointRestore, QueueRestore, QueueVerify, QueueArchiveVerify, QueueRetention, QueueMaintenance}
+	QueueEndpointRestore, QueueRestore, QueueVerify, QueueArchiveVerify, QueueDirectorySync, QueueRetention, QueueMaintenance}
 
 // Job triggers: what started a job.
 const (
@@ -40,6 +41,8 @@ const (
 	ActionVerify  = "verify"
 	// ActionRetention applies a tenant's retention policy (CONTRACT §11).
 	ActionRetention = "retention"
+	// ActionSync reads a Microsoft 365 source's directory (CONTRACT §13).
+	ActionSync = "sync"
 )
 
 // Job executors: who runs the job.
@@ -62,7 +65,7 @@ func JobTerminal(state string) bool {
 type Job struct {
 	ID           string      `json:"id"`
 	TenantID     string      `json:"tenantId"`
-	Queue        string      `json:"queue" enum:"mailbox_backup,drive_backup,imap_backup,endpoint_backup,endpoint_restore,restore,verify,archive_verify,retention,maintenance"`
+	Queue        string      `json:"queue" enum:"mailbox_backup,drive_backup,imap_backup,endpoint_backup,endpoint_restore,restore,verify,archive_verify,directory_sync,retention,maintenance"`
 	State        string      `json:"state" enum:"queued,running,succeeded,partial,failed,interrupted,cancelled"`
 	Target       JobTarget   `json:"target"`
 	Trigger      string      `json:"trigger" enum:"schedule,api,web,retry"`

@@ -53,7 +53,26 @@ type Source struct {
 	Schedule string
 
 	IMAP         IMAPSettings
+	M365         M365Settings
 	SealedSecret []byte
+}
+
+// TargetSource is the job target type of work on a whole source (the
+// directory sync of a Microsoft 365 tenant).
+const TargetSource = "source"
+
+// M365Settings are a Microsoft 365 source's non-secret settings. The client
+// secret is the source's sealed secret.
+type M365Settings struct {
+	AzureTenantID string `json:"azureTenantId"`
+	ClientID      string `json:"clientId"`
+	GraphURL      string `json:"graphUrl,omitempty"` // "" for the global cloud
+	LoginURL      string `json:"loginUrl,omitempty"` // "" for the global cloud
+	// AutoProtect protects users that appear at a directory sync (mailbox
+	// and drive objects are created for them).
+	AutoProtect bool `json:"autoProtect"`
+	// ConsentURL is the admin-consent link shown to the administrator.
+	ConsentURL string `json:"consentUrl,omitempty"`
 }
 
 // IMAPSettings are an IMAP source's non-secret settings.
@@ -93,6 +112,13 @@ type SourceView struct {
 	Username           string   `json:"username"`
 	TrustFingerprint   *string  `json:"trustFingerprint" doc:"SHA-256 (hex) of the server certificate trusted instead of verifying the chain (self-signed lab servers); null when the chain is verified."`
 	ProtectedObjectIDs []string `json:"protectedObjectIds" doc:"The protected objects pulled from this source."`
+
+	AzureTenantID *string `json:"azureTenantId" doc:"m365: the customer's Microsoft Entra tenant (GUID or domain); null for imap."`
+	ClientID      *string `json:"clientId" doc:"m365: the app registration's client id; null for imap. The client secret is sealed and never shown."`
+	GraphURL      *string `json:"graphUrl" doc:"m365: the Graph base URL; null for imap."`
+	LoginURL      *string `json:"loginUrl" doc:"m365: the identity platform base URL; null for imap."`
+	AutoProtect   *bool   `json:"autoProtect" doc:"m365: users that appear at a directory sync are protected; null for imap."`
+	ConsentURL    *string `json:"consentUrl" doc:"m365: the admin-consent link for the customer's tenant; null for imap."`
 }
 
 // View is the API view of s; objects are its protected objects' ids.
@@ -100,6 +126,11 @@ func (s *Source) View(objects []string) SourceView {
 	v := SourceView{ID: s.ID, TenantID: s.TenantID, Kind: s.Kind, DisplayName: s.DisplayName, State: s.ViewState(),
 		CreatedAt: At(s.CreatedAt), Schedule: s.Schedule, Host: s.IMAP.Host, Port: s.IMAP.Port, Security: s.IMAP.Security,
 		Username: s.IMAP.Username, ProtectedObjectIDs: objects}
+	if s.Kind == SourceM365 {
+		m := s.M365
+		v.AzureTenantID, v.ClientID, v.GraphURL, v.LoginURL = Ptr(m.AzureTenantID), Ptr(m.ClientID), Ptr(m.GraphURL), Ptr(m.LoginURL)
+		v.AutoProtect, v.ConsentURL = Ptr(m.AutoProtect), Ptr(m.ConsentURL)
+	}
 	if s.LastError != "" {
 		v.LastError = Ptr(s.LastError)
 	}
@@ -143,7 +174,11 @@ type SourceSpec struct {
 	DisplayName string
 	Schedule    string
 	IMAP        IMAPSettings
-	Password    string
+	Password    string // IMAP password
+	// M365 settings; ClientSecret is sealed. AutoProtect nil means true.
+	M365         M365Settings
+	AutoProtect  *bool
+	ClientSecret string
 }
 
 // SourceUpdate is a PATCH of a source; nil fields stay.
@@ -156,6 +191,9 @@ type SourceUpdate struct {
 	TrustFingerprint *string // "" removes it
 	Schedule         *string
 	Disabled         *bool
+	// m365 only.
+	ClientSecret *string // checked with Graph before it is saved
+	AutoProtect  *bool
 }
 
 // SourceService is what the API offers on sources (app/protect implements

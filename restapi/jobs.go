@@ -17,7 +17,7 @@ import (
 
 type listJobsInput struct {
 	State  string    `query:"state" enum:"queued,running,succeeded,partial,failed,interrupted,cancelled"`
-	Queue  string    `query:"queue" enum:"mailbox_backup,drive_backup,imap_backup,endpoint_backup,endpoint_restore,restore,verify,archive_verify,retention,maintenance"`
+	Queue  string    `query:"queue" enum:"mailbox_backup,drive_backup,imap_backup,endpoint_backup,endpoint_restore,restore,verify,archive_verify,directory_sync,retention,maintenance"`
 	Target string    `query:"targetId" maxLength:"64" doc:"Only jobs on this target, e.g. an endpoint's id (ep_…)."`
 	Since  time.Time `query:"since" doc:"RFC 3339 time: jobs queued at or after it."`
 	Limit  int       `query:"limit" minimum:"1" maximum:"1000" default:"100"`

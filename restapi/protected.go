@@ -3,8 +3,10 @@ package restapi
 import (
 	"context"
 	"io"
+	"mime"
 	"net/http"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
 
@@ -225,6 +227,9 @@ func (s *Server) snapshotItemContent(ctx context.Context, in *itemContentInput) 
 		_, w, _ := humahttprouter.Unwrap(hctx)
 		h := w.Header()
 		ctype, name := "application/octet-stream", item.Name
+		if t := mime.TypeByExtension(path.Ext(name)); item.Kind == "file" && t != "" {
+			ctype = t
+		}
 		if item.Kind == "message" {
 			ctype = "message/rfc822"
 			if !strings.HasSuffix(strings.ToLower(name), ".eml") {

@@ -85,6 +85,10 @@ type Services struct {
 	Protected         app.ProtectedObjectService
 	Snapshots         app.SnapshotBrowser
 	Directory         app.DirectoryService
+	// Protection, if set, serves PUT /directory/{id}/protection (creating
+	// the objects of Microsoft 365 entries); nil: Directory flips existing
+	// objects only.
+	Protection        app.DirectoryProtector
 	ProtectionChanged func()
 }
 

@@ -18,10 +18,12 @@ import (
 func (s *Server) sourceRoutes() {
 	op(s, http.MethodGet, "sources.list", "/api/v1/sources", accessSession, "", "List backup sources", s.listSources)
 	op(s, http.MethodPost, "sources.create", "/api/v1/sources", accessSession, "",
-		"Add an IMAP account; its login is checked first (422 source_auth_failed, source_tls_failed, source_unreachable or source_check_failed with the reason). It becomes one protected object (kind imap, protected) and one directory entry (imap_account).",
+		"Add an IMAP account or a Microsoft 365 tenant; its sign-in is checked first (422 source_auth_failed, source_tls_failed, source_unreachable or source_check_failed with the reason: for Microsoft 365 the AADSTS reason, or the missing permission with the admin-consent link). An IMAP account becomes one protected object (kind imap, protected) and one directory entry (imap_account); a Microsoft 365 tenant's directory is synced right away (a directory_sync job), its users protected under autoProtect.",
 		s.createSource)
 	op(s, http.MethodPatch, "sources.update", "/api/v1/sources/{id}", accessSession, "",
-		"Change a source; a change of host, port, security, password or trusted fingerprint is checked before it is saved", s.updateSource)
+		"Change a source; a change of host, port, security, password, trusted fingerprint or client secret is checked before it is saved", s.updateSource)
+	op(s, http.MethodPost, "sources.sync", "/api/v1/sources/{id}/sync", accessSession, "",
+		"Sync a Microsoft 365 source's directory now (202 with the directory_sync job; the one already queued or running, if any)", s.syncSource)
 	op(s, http.MethodDelete, "sources.delete", "/api/v1/sources/{id}", accessSession, "",
 		"Delete a source; its protected objects stay, unprotected, with their snapshots until retention removes them", s.deleteSource)
 }
@@ -93,16 +95,22 @@ func (s *Server) listSources(ctx context.Context, in *pageInput) (*sourcesOutput
 
 type createSourceInput struct {
 	Body struct {
-		Kind             string `json:"kind" enum:"imap" doc:"imap in this version (m365 comes with the Microsoft 365 source)."`
+		Kind             string `json:"kind" enum:"imap,m365"`
 		TenantID         string `json:"tenantId" minLength:"1" maxLength:"64"`
-		DisplayName      string `json:"displayName,omitempty" maxLength:"200" doc:"Default: the user name."`
-		Host             string `json:"host" minLength:"1" maxLength:"253"`
-		Port             int    `json:"port" minimum:"1" maximum:"65535"`
-		Security         string `json:"security" enum:"none,starttls,tls"`
-		Username         string `json:"username" minLength:"1" maxLength:"320"`
-		Password         string `json:"password" minLength:"1" maxLength:"1024" doc:"Stored sealed; never shown again."`
-		TrustFingerprint string `json:"trustFingerprint,omitempty" maxLength:"128" doc:"Trust the server certificate with this SHA-256 fingerprint (64 hex digits, colons allowed) instead of verifying its chain: for self-signed lab servers only."`
+		DisplayName      string `json:"displayName,omitempty" maxLength:"200" doc:"Default: the user name (imap), \"Microsoft 365 <azureTenantId>\" (m365)."`
+		Host             string `json:"host,omitempty" maxLength:"253" doc:"imap: required."`
+		Port             int    `json:"port,omitempty" minimum:"0" maximum:"65535" doc:"imap: required."`
+		Security         string `json:"security,omitempty" enum:"none,starttls,tls" doc:"imap: required."`
+		Username         string `json:"username,omitempty" maxLength:"320" doc:"imap: required."`
+		Password         string `json:"password,omitempty" maxLength:"1024" doc:"imap: required. Stored sealed; never shown again."`
+		TrustFingerprint string `json:"trustFingerprint,omitempty" maxLength:"128" doc:"imap: trust the server certificate with this SHA-256 fingerprint (64 hex digits, colons allowed) instead of verifying its chain: for self-signed lab servers only."`
 		Schedule         string `json:"schedule,omitempty" maxLength:"100" doc:"Cron expression (UTC) of the backups; default daily."`
+		AzureTenantID    string `json:"azureTenantId,omitempty" maxLength:"253" doc:"m365: required. The customer's Microsoft Entra tenant id (GUID) or domain."`
+		ClientID         string `json:"clientId,omitempty" maxLength:"36" doc:"m365: required. The app registration's application (client) id."`
+		ClientSecret     string `json:"clientSecret,omitempty" maxLength:"1024" doc:"m365: required. Stored sealed; never shown again."`
+		GraphURL         string `json:"graphUrl,omitempty" maxLength:"2048" doc:"m365: Graph base URL (default https://graph.microsoft.com/v1.0; national clouds differ)."`
+		LoginURL         string `json:"loginUrl,omitempty" maxLength:"2048" doc:"m365: identity platform base URL (default https://login.microsoftonline.com)."`
+		AutoProtect      *bool  `json:"autoProtect,omitempty" doc:"m365: protect users that appear at a directory sync (default true)."`
 	}
 }
 
@@ -125,9 +133,26 @@ func (s *Server) createSource(ctx context.Context, in *createSourceInput) (*sour
 		return nil, app.FieldError("tenantId", "no such tenant")
 	}
 	actedFor(ctx, b.TenantID)
+	if b.Kind == app.SourceIMAP {
+		for field, missing := range map[string]bool{"host": b.Host == "", "port": b.Port == 0, "security": b.Security == "",
+			"username": b.Username == "", "password": b.Password == ""} {
+			if missing {
+				return nil, app.FieldError("body."+field, "%s is required for an imap source", field)
+			}
+		}
+	} else {
+		for field, missing := range map[string]bool{"azureTenantId": b.AzureTenantID == "", "clientId": b.ClientID == "",
+			"clientSecret": b.ClientSecret == ""} {
+			if missing {
+				return nil, app.FieldError("body."+field, "%s is required for an m365 source", field)
+			}
+		}
+	}
 	src, err := svc.Create(ctx, app.SourceSpec{TenantID: b.TenantID, Kind: b.Kind, DisplayName: b.DisplayName, Schedule: b.Schedule,
-		IMAP:     app.IMAPSettings{Host: b.Host, Port: b.Port, Security: b.Security, Username: b.Username, TrustFingerprint: b.TrustFingerprint},
-		Password: b.Password})
+		IMAP:        app.IMAPSettings{Host: b.Host, Port: b.Port, Security: b.Security, Username: b.Username, TrustFingerprint: b.TrustFingerprint},
+		Password:    b.Password,
+		M365:        app.M365Settings{AzureTenantID: b.AzureTenantID, ClientID: b.ClientID, GraphURL: b.GraphURL, LoginURL: b.LoginURL},
+		AutoProtect: b.AutoProtect, ClientSecret: b.ClientSecret})
 	if err != nil {
 		return nil, err
 	}
@@ -164,6 +189,8 @@ type updateSourceInput struct {
 		TrustFingerprint *string `json:"trustFingerprint,omitempty" maxLength:"128" doc:"A new trusted certificate fingerprint; empty string to verify the chain again."`
 		Schedule         *string `json:"schedule,omitempty" maxLength:"100" doc:"Cron expression (UTC); empty string for the default daily schedule."`
 		Disabled         *bool   `json:"disabled,omitempty" doc:"A disabled source's objects are not backed up on schedule."`
+		ClientSecret     *string `json:"clientSecret,omitempty" minLength:"1" maxLength:"1024" doc:"m365: a new client secret; checked, sealed, never shown."`
+		AutoProtect      *bool   `json:"autoProtect,omitempty" doc:"m365: protect users that appear at a directory sync."`
 	}
 }
 
@@ -180,7 +207,8 @@ func (s *Server) updateSource(ctx context.Context, in *updateSourceInput) (*sour
 		b.DisplayName = app.Ptr(strings.TrimSpace(*b.DisplayName))
 	}
 	src, err := svc.Update(ctx, in.ID, app.SourceUpdate{DisplayName: b.DisplayName, Host: b.Host, Port: b.Port, Security: b.Security,
-		Password: b.Password, TrustFingerprint: b.TrustFingerprint, Schedule: b.Schedule, Disabled: b.Disabled})
+		Password: b.Password, TrustFingerprint: b.TrustFingerprint, Schedule: b.Schedule, Disabled: b.Disabled,
+		ClientSecret: b.ClientSecret, AutoProtect: b.AutoProtect})
 	if err != nil {
 		return nil, err
 	}
@@ -205,4 +233,33 @@ func (s *Server) deleteSource(ctx context.Context, in *idInput) (*deleteSourceOu
 		return nil, err
 	}
 	return &deleteSourceOutput{Status: http.StatusNoContent}, nil
+}
+
+// syncSource starts a directory sync of a Microsoft 365 source now. While
+// one is queued or running, that job is the answer.
+func (s *Server) syncSource(ctx context.Context, in *idInput) (*startJobOutput, error) {
+	svc, err := s.sourcesService()
+	if err != nil {
+		return nil, err
+	}
+	src, err := s.visibleSource(ctx, svc, in.ID)
+	if err != nil {
+		return nil, err
+	}
+	if s.JobRunner == nil {
+		return nil, app.Errorf(app.ENOTIMPLEMENTED, "Jobs are not available in this build.")
+	}
+	if s.JobStore != nil {
+		if j, err := s.JobStore.ActiveJobFor(ctx, app.ActionSync, app.TargetSource, src.ID); err == nil {
+			return &startJobOutput{Status: http.StatusAccepted, Body: j}, nil
+		} else if app.ErrorCode(err) != app.ENOTFOUND {
+			return nil, err
+		}
+	}
+	j, err := s.JobRunner.Submit(ctx, app.JobRequest{TenantID: src.TenantID, Action: app.ActionSync, TargetType: app.TargetSource,
+		TargetID: src.ID, Trigger: s.trigger(ctx)})
+	if err != nil {
+		return nil, err
+	}
+	return &startJobOutput{Status: http.StatusAccepted, Body: j}, nil
 }

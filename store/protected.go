@@ -31,8 +31,13 @@ func scanSource(s scanner) (*app.Source, error) {
 		return nil, err
 	}
 	src.CreatedAt = msTime(created)
-	if src.Kind == app.SourceIMAP {
+	switch src.Kind {
+	case app.SourceIMAP:
 		if err := json.Unmarshal([]byte(settings), &src.IMAP); err != nil {
+			return nil, err
+		}
+	case app.SourceM365:
+		if err := json.Unmarshal([]byte(settings), &src.M365); err != nil {
 			return nil, err
 		}
 	}
@@ -40,10 +45,16 @@ func scanSource(s scanner) (*app.Source, error) {
 }
 
 func sourceSettings(s *app.Source) string {
-	if s.Kind != app.SourceIMAP {
+	var v any
+	switch s.Kind {
+	case app.SourceIMAP:
+		v = s.IMAP
+	case app.SourceM365:
+		v = s.M365
+	default:
 		return "{}"
 	}
-	b, _ := json.Marshal(s.IMAP)
+	b, _ := json.Marshal(v)
 	return string(b)
 }
 
@@ -259,15 +270,16 @@ func (db *DB) UpdateProtectedObject(ctx context.Context, id string, fn func(o *a
 // Directory.
 
 const entryColumns = `d.id, d.tenant_id, d.source_id, d.external_id, d.kind, d.display_name, d.email, d.user_principal_name,
-	d.enabled, d.licensed, d.licenses, d.protected, d.first_seen_at, d.last_seen_at,
+	d.enabled, d.licensed, d.licenses, d.protected, d.first_seen_at, d.last_seen_at, d.removed_at,
 	coalesce((SELECT group_concat(o.id, ' ') FROM (SELECT id FROM protected_objects WHERE directory_entry_id = d.id ORDER BY id) o), '')`
 
 func scanEntry(sc scanner) (*app.DirectoryEntry, error) {
 	var d app.DirectoryEntry
 	var licenses, objects string
 	var first, last int64
+	var removed sql.NullInt64
 	if err := sc.Scan(&d.ID, &d.TenantID, &d.SourceID, &d.ExternalID, &d.Kind, &d.DisplayName, &d.Email,
-		&d.UserPrincipalName, &d.Enabled, &d.Licensed, &licenses, &d.Protected, &first, &last, &objects); err != nil {
+		&d.UserPrincipalName, &d.Enabled, &d.Licensed, &licenses, &d.Protected, &first, &last, &removed, &objects); err != nil {
 		return nil, err
 	}
 	var err error
@@ -276,6 +288,7 @@ func scanEntry(sc scanner) (*app.DirectoryEntry, error) {
 	}
 	d.ProtectedObjectIDs = strings.Fields(objects)
 	d.FirstSeenAt, d.LastSeenAt = msTime(first), msTime(last)
+	d.RemovedAt = fromMs(removed)
 	return &d, nil
 }
 
@@ -312,8 +325,22 @@ func (db *DB) DirectoryEntries(ctx context.Context, f app.DirectoryFilter) ([]*a
 	if f.TenantID != "" {
 		q, args = q+` AND d.tenant_id = ?`, append(args, f.TenantID)
 	}
+	if f.SourceID != "" {
+		q, args = q+` AND d.source_id = ?`, append(args, f.SourceID)
+	}
 	if f.Kind != "" {
 		q, args = q+` AND d.kind = ?`, append(args, f.Kind)
+	}
+	if f.Protected != nil {
+		q, args = q+` AND d.protected = ?`, append(args, *f.Protected)
+	}
+	if f.Licensed != nil {
+		q, args = q+` AND d.licensed = ?`, append(args, *f.Licensed)
+	}
+	if f.Query != "" {
+		like := "%" + escapeLike(strings.ToLower(f.Query)) + "%"
+		q += ` AND (lower(d.display_name) LIKE ? ESCAPE '\' OR lower(d.email) LIKE ? ESCAPE '\' OR lower(d.user_principal_name) LIKE ? ESCAPE '\')`
+		args = append(args, like, like, like)
 	}
 	q += ` ORDER BY d.id`
 	if f.Limit > 0 {
@@ -353,7 +380,7 @@ func (db *DB) DirectoryCounts(ctx context.Context, tenantID string) ([]app.Tenan
 		return byTenant[t]
 	}
 	rows, err := db.read.QueryContext(ctx, `SELECT tenant_id, kind, licensed, protected, count(*) FROM directory_entries
-		WHERE ?1 = '' OR tenant_id = ?1 GROUP BY tenant_id, kind, licensed, protected`, tenantID)
+		WHERE removed_at IS NULL AND (?1 = '' OR tenant_id = ?1) GROUP BY tenant_id, kind, licensed, protected`, tenantID)
 	if err != nil {
 		return nil, err
 	}

@@ -32,6 +32,12 @@ type Kind struct {
 	Action     string // app.ActionBackup, ActionRestore, ActionVerify
 	TargetType string // the body.targetType it serves; for restores, the snapshot owner's type
 	Queue      string
+	// QueueFor, if set, picks the queue of a job from its resolved target
+	// (e.g. mailbox objects to mailbox_backup, drives to drive_backup);
+	// "" falls back to Queue. Every queue it can answer must be listed in
+	// Queues so the runner's pools claim from it.
+	QueueFor func(ctx context.Context, t app.JobTarget) string
+	Queues   []string
 	// Resolve checks that the target exists and belongs to the tenant and
 	// returns it with its display name. Another tenant's target must be
 	// app.NotFound, exactly like a missing one.
@@ -221,8 +227,14 @@ func (r *Runner) Submit(ctx context.Context, req app.JobRequest) (*app.Job, erro
 	if err != nil {
 		return nil, err
 	}
+	queue := k.Queue
+	if k.QueueFor != nil {
+		if q := k.QueueFor(ctx, target); q != "" {
+			queue = q
+		}
+	}
 	j := &app.Job{
-		TenantID: req.TenantID, Queue: k.Queue, State: app.JobQueued, Target: target, Trigger: req.Trigger,
+		TenantID: req.TenantID, Queue: queue, State: app.JobQueued, Target: target, Trigger: req.Trigger,
 		Progress: app.JobProgress{Phase: "queued"}, Action: k.Action, Params: req.Params,
 		Attempt: 1, MaxAttempts: k.MaxAttempts, Executor: app.ExecutorLocal, ItemCauses: []app.ItemCause{},
 	}
@@ -296,6 +308,9 @@ func (r *Runner) localQueues() map[string]bool {
 	for _, k := range r.kinds {
 		if k.Run != nil {
 			qs[k.Queue] = true
+			for _, q := range k.Queues {
+				qs[q] = true
+			}
 		}
 	}
 	return qs

@@ -9,6 +9,7 @@ import (
 
 	"backstop/app"
 	"backstop/app/blobstore"
+	"backstop/app/graph"
 	"backstop/app/jobs"
 )
 
@@ -26,14 +27,13 @@ import (
 func (m *Manager) BackupKind() jobs.Kind {
 	return jobs.Kind{
 		Action: app.ActionBackup, TargetType: app.TargetProtectedObject, Queue: app.QueueIMAPBackup,
+		QueueFor: m.backupQueue, Queues: []string{app.QueueMailboxBackup, app.QueueDriveBackup},
 		Resolve: func(ctx context.Context, tenantID, targetID string, _ json.RawMessage) (app.JobTarget, error) {
 			o, err := m.object(ctx, tenantID, targetID)
 			if err != nil {
 				return app.JobTarget{}, err
 			}
 			switch {
-			case o.Kind != app.ObjectIMAP:
-				return app.JobTarget{}, app.FieldError("body.targetId", "this version backs up IMAP objects only, not %s", o.Kind)
 			case o.SourceID == "":
 				return app.JobTarget{}, app.FieldError("body.targetId", "the object's source was deleted: its snapshots stay, but it cannot be backed up")
 			case o.SourceState == app.SourceDisabled:
@@ -70,6 +70,18 @@ func (m *Manager) eventData(ctx context.Context, j *app.Job) (map[string]any, er
 	return map[string]any{"protectedObject": o.Event()}, nil
 }
 
+// backupRun is what one engine's backup gave, in the common shape.
+type backupRun struct {
+	items                 []blobstore.Item
+	count, added, removed int64
+	failed                []itemFailure
+}
+
+type itemFailure struct {
+	ref, name string
+	err       error
+}
+
 func (m *Manager) runBackup(ctx context.Context, run *jobs.Run) (*jobs.Outcome, error) {
 	j := run.Job
 	o, err := m.cfg.Objects.ProtectedObject(ctx, j.Target.ID)
@@ -84,37 +96,79 @@ func (m *Manager) runBackup(ctx context.Context, run *jobs.Run) (*jobs.Outcome, 
 	if err != nil {
 		return nil, err
 	}
-	acct, err := m.account(src)
-	if err != nil {
-		return nil, fmt.Errorf("opening the source's sealed password: %w", err)
-	}
 	run.Progress(ctx, app.JobProgress{Phase: "starting"})
-
 	prev, err := m.previousItems(ctx, o.ID)
 	if err != nil {
 		return nil, err
 	}
-	if m.cfg.Engine.Backup == nil {
-		return nil, m.backupFailed(ctx, o, src, acct.Password, errNoEngine)
-	}
-	w, err := m.cfg.Blobs.NewWriter(ctx, o.TenantID)
-	if err != nil {
-		return nil, m.backupFailed(ctx, o, src, acct.Password, err)
-	}
-	defer w.Close()
 	// The engine's share of the work ends at 98 %: committing the snapshot
 	// follows, so the bar never shows 100 % and then goes back.
-	res, err := m.cfg.Engine.Backup(ctx, acct, w, prev, func(p app.JobProgress) {
+	progress := func(p app.JobProgress) {
 		p.Percent = min(p.Percent, 98)
 		run.Progress(ctx, p)
-	})
-	if err != nil {
-		return nil, m.backupFailed(ctx, o, src, acct.Password, err)
 	}
-	run.Progress(ctx, app.JobProgress{Phase: "finishing", Percent: 99, ItemsDone: res.Messages, ItemsTotal: res.Messages})
-	snap, err := w.Commit(ctx, blobstore.SnapshotSpec{ProtectedObjectID: o.ID, JobID: j.ID, AddedItems: res.Added,
-		RemovedItems: res.Removed}, func(yield func(blobstore.Item) error) error {
-		for _, it := range res.Items {
+	var res *backupRun
+	var w *blobstore.Writer
+	switch o.Kind {
+	case app.ObjectIMAP:
+		acct, err := m.account(src)
+		if err != nil {
+			return nil, fmt.Errorf("opening the source's sealed password: %w", err)
+		}
+		if m.cfg.Engine.Backup == nil {
+			return nil, m.backupFailed(ctx, o, src, errNoEngine)
+		}
+		if w, err = m.cfg.Blobs.NewWriter(ctx, o.TenantID); err != nil {
+			return nil, m.backupFailed(ctx, o, src, err)
+		}
+		defer w.Close()
+		r, err := m.cfg.Engine.Backup(ctx, acct, w, prev, progress)
+		if err != nil {
+			return nil, m.backupFailed(ctx, o, src, err)
+		}
+		res = &backupRun{items: r.Items, count: r.Messages, added: r.Added, removed: r.Removed}
+		for _, f := range r.Failed {
+			ref := f.ItemID
+			if ref == "" {
+				ref = fmt.Sprintf("%s/%d", f.Folder, f.UID)
+			}
+			res.failed = append(res.failed, itemFailure{ref, fmt.Sprintf("%s UID %d", f.Folder, f.UID), f.Err})
+		}
+	case app.ObjectMailbox, app.ObjectDrive:
+		engine := m.cfg.M365.BackupMailbox
+		if o.Kind == app.ObjectDrive {
+			engine = m.cfg.M365.BackupDrive
+		}
+		if engine == nil {
+			return nil, m.backupFailed(ctx, o, src, errors.New("the Microsoft 365 engine is not built into this binary"))
+		}
+		c, err := m.Client(src)
+		if err != nil {
+			return nil, m.backupFailed(ctx, o, src, err)
+		}
+		if w, err = m.cfg.Blobs.NewWriter(ctx, o.TenantID); err != nil {
+			return nil, m.backupFailed(ctx, o, src, err)
+		}
+		defer w.Close()
+		r, err := engine(ctx, c, o.ExternalID, w, prev, progress)
+		if err != nil {
+			return nil, m.backupFailed(ctx, o, src, err)
+		}
+		res = &backupRun{items: r.Items, count: r.Count, added: r.Added, removed: r.Removed}
+		for _, f := range r.Failed {
+			name := f.Ref
+			if name == "" {
+				name = f.ItemID
+			}
+			res.failed = append(res.failed, itemFailure{f.ItemID, name, f.Err})
+		}
+	default:
+		return nil, fmt.Errorf("protected object %s has the unknown kind %q", o.ID, o.Kind)
+	}
+	run.Progress(ctx, app.JobProgress{Phase: "finishing", Percent: 99, ItemsDone: res.count, ItemsTotal: res.count})
+	snap, err := w.Commit(ctx, blobstore.SnapshotSpec{ProtectedObjectID: o.ID, JobID: j.ID, AddedItems: res.added,
+		RemovedItems: res.removed}, func(yield func(blobstore.Item) error) error {
+		for _, it := range res.items {
 			if err := yield(it); err != nil {
 				return err
 			}
@@ -122,35 +176,31 @@ func (m *Manager) runBackup(ctx context.Context, run *jobs.Run) (*jobs.Outcome, 
 		return nil
 	})
 	if err != nil {
-		return nil, m.backupFailed(ctx, o, src, acct.Password, err)
+		return nil, m.backupFailed(ctx, o, src, err)
 	}
-	for _, f := range res.Failed {
-		ref := f.ItemID
-		if ref == "" {
-			ref = fmt.Sprintf("%s/%d", f.Folder, f.UID)
-		}
-		if err := run.ItemFailed(ctx, ref, fmt.Sprintf("%s UID %d", f.Folder, f.UID), f.Err); err != nil {
+	for _, f := range res.failed {
+		if err := run.ItemFailed(ctx, f.ref, f.name, f.err); err != nil {
 			return nil, err
 		}
 	}
 	now := m.cfg.Now()
 	state := app.JobSucceeded
-	if len(res.Failed) > 0 {
+	if len(res.failed) > 0 {
 		state = app.JobPartial
 	}
 	if _, err := m.cfg.Objects.UpdateProtectedObject(ctx, o.ID, func(o *app.ProtectedObject) error {
 		o.LastBackupAt, o.LastBackupState, o.LastSuccessAt = &now, state, &now
 		o.LastSnapshotID, o.LastSnapshotAt = snap.ID, &snap.At.Time
-		o.LastSnapshotItems, o.LastSnapshotBytes = res.Messages, snap.Bytes
+		o.LastSnapshotItems, o.LastSnapshotBytes = res.count, snap.Bytes
 		return nil
 	}); err != nil {
 		return nil, err
 	}
 	m.setSourceState(ctx, src.ID, app.SourceOK, "")
-	m.log.Info("backup finished", "job_id", j.ID, "protected_object_id", o.ID, "snapshot_id", snap.ID,
-		"messages", res.Messages, "added", res.Added, "removed", res.Removed, "failed", len(res.Failed))
+	m.log.Info("backup finished", "job_id", j.ID, "protected_object_id", o.ID, "kind", o.Kind, "snapshot_id", snap.ID,
+		"items", res.count, "added", res.added, "removed", res.removed, "failed", len(res.failed))
 	return &jobs.Outcome{SnapshotID: snap.ID, Progress: &app.JobProgress{Phase: "done", Percent: 100,
-		ItemsDone: res.Messages, ItemsTotal: res.Messages, BytesDone: snap.Bytes, BytesTotal: snap.Bytes}}, nil
+		ItemsDone: res.count, ItemsTotal: res.count, BytesDone: snap.Bytes, BytesTotal: snap.Bytes}}, nil
 }
 
 // previousItems is the manifest of the object's newest snapshot, the
@@ -171,10 +221,11 @@ func (m *Manager) previousItems(ctx context.Context, objectID string) ([]blobsto
 	return items, nil
 }
 
-// backupFailed records a failed backup on the object and, for an IMAP
-// cause, on its source, and returns err for the runner. A run cut off by
-// the runner closing records nothing: it is re-run, not failed.
-func (m *Manager) backupFailed(ctx context.Context, o *app.ProtectedObject, src *app.Source, password string, err error) error {
+// backupFailed records a failed backup on the object and, for a cause of
+// the source (IMAP, a refused Microsoft 365 sign-in or missing consent),
+// on its source, and returns err for the runner. A run cut off by the
+// runner closing records nothing: it is re-run, not failed.
+func (m *Manager) backupFailed(ctx context.Context, o *app.ProtectedObject, src *app.Source, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -185,22 +236,39 @@ func (m *Manager) backupFailed(ctx context.Context, o *app.ProtectedObject, src 
 	}); uerr != nil {
 		m.log.Error("recording a failed backup failed", "protected_object_id", o.ID, "error", uerr)
 	}
-	var fe *app.FailureError
-	if errors.As(err, &fe) && strings.HasPrefix(fe.Code, "imap.") {
-		f := app.FailureFrom(err, "backup", now)
-		msg := f.Code
-		if c, ok := app.LookupFailureCode(f.Code); ok {
-			msg = c.Title
-		}
-		if first, _, _ := strings.Cut(f.Details, "\n"); first != "" {
-			msg += ": " + first
-		}
-		if password != "" {
-			msg = strings.ReplaceAll(msg, password, "[redacted]")
-		}
-		m.setSourceState(ctx, src.ID, app.SourceFailing, msg)
-	}
+	m.sourceFailed(ctx, src, err)
 	return err
+}
+
+// sourceFailed sets the source failing, with the reason, when err is the
+// source's fault rather than one object's: any imap.* cause, and
+// graph.auth_failed or graph.consent_missing (a refused sign-in is one too).
+func (m *Manager) sourceFailed(ctx context.Context, src *app.Source, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	var fe *app.FailureError
+	var ae *graph.AuthError
+	switch {
+	case errors.As(err, &ae):
+		m.setSourceState(ctx, src.ID, app.SourceFailing, "Microsoft 365 sign-in failed: "+ae.Reason())
+		return
+	case errors.As(err, &fe) && (strings.HasPrefix(fe.Code, "imap.") || fe.Code == "graph.auth_failed" || fe.Code == "graph.consent_missing"):
+	default:
+		return
+	}
+	f := app.FailureFrom(err, "backup", m.cfg.Now())
+	msg := f.Code
+	if c, ok := app.LookupFailureCode(f.Code); ok {
+		msg = c.Title
+	}
+	if first, _, _ := strings.Cut(f.Details, "\n"); first != "" {
+		msg += ": " + first
+	}
+	if secret, oerr := m.cfg.Box.Open(src.ID, src.SealedSecret); oerr == nil && secret != "" {
+		msg = strings.ReplaceAll(msg, secret, "[redacted]")
+	}
+	m.setSourceState(ctx, src.ID, app.SourceFailing, msg)
 }
 
 func (m *Manager) setSourceState(ctx context.Context, id, state, lastError string) {
@@ -210,4 +278,21 @@ func (m *Manager) setSourceState(ctx context.Context, id, state, lastError strin
 	}); err != nil && app.ErrorCode(err) != app.ENOTFOUND {
 		m.log.Error("recording the source's state failed", "source_id", id, "error", err)
 	}
+}
+
+// backupQueue puts mailbox backups in mailbox_backup and drive backups in
+// drive_backup (many workers each: the appliance-wide Graph budget bounds
+// the requests); IMAP stays in imap_backup.
+func (m *Manager) backupQueue(ctx context.Context, t app.JobTarget) string {
+	o, err := m.cfg.Objects.ProtectedObject(ctx, t.ID)
+	if err != nil {
+		return ""
+	}
+	switch o.Kind {
+	case app.ObjectMailbox:
+		return app.QueueMailboxBackup
+	case app.ObjectDrive:
+		return app.QueueDriveBackup
+	}
+	return ""
 }

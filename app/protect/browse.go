@@ -12,7 +12,6 @@ import (
 
 	"backstop/app"
 	"backstop/app/blobstore"
-	"backstop/app/imapbackup"
 )
 
 // Browsing snapshots. A snapshot's items are its manifest in the blob
@@ -22,7 +21,8 @@ import (
 // The manifest conventions this relies on (the IMAP engine writes them):
 // a message's Path is its folder's path, '/'-separated; a folder item's
 // Path is the folder's own path; item ids contain no '/', so they fit in a
-// URL path segment; a message's Meta is an imapbackup.MessageMeta.
+// URL path segment; a message's Meta is an imapbackup.MessageMeta or an
+// m365.MessageMeta; a file's Path is its folder's path and Name its name.
 
 // Snapshots lists snapshots newest first.
 func (m *Manager) Snapshots(ctx context.Context, f app.SnapshotFilter) ([]*app.Snapshot, error) {
@@ -125,14 +125,36 @@ func matches(w app.SnapshotItem, q string) bool {
 		strings.Contains(strings.ToLower(w.Name), q)
 }
 
+// messageMeta is what browsing reads of a message's Meta: the fields
+// imapbackup.MessageMeta and m365.MessageMeta share (subject, from, date
+// as RFC 3339), IMAP's flags, and Graph's read and flagged states.
+type messageMeta struct {
+	Subject string   `json:"subject"`
+	From    string   `json:"from"`
+	Date    string   `json:"date"`
+	Flags   []string `json:"flags"`
+	GraphID string   `json:"graphId"`
+	IsRead  bool     `json:"isRead"`
+	Flagged bool     `json:"flagged"`
+}
+
 // wireItem is the API's view of a manifest entry; a message's subject,
-// sender, date and flags come from its MessageMeta.
+// sender, date and flags come from its Meta (an IMAP or a Microsoft 365
+// message); a file's name, path, size and SHA-256 are the item's own.
 func wireItem(it blobstore.Item) app.SnapshotItem {
 	w := app.SnapshotItem{ID: it.ID, Kind: it.Kind, Path: it.Path, Name: it.Name, Size: it.Size, SHA256: it.SHA256}
 	if it.Kind == "message" && len(it.Meta) > 0 {
-		var mm imapbackup.MessageMeta
+		var mm messageMeta
 		if json.Unmarshal(it.Meta, &mm) == nil {
 			w.Subject, w.From, w.Flags = mm.Subject, mm.From, mm.Flags
+			if mm.GraphID != "" { // Graph's states as the IMAP flags they are
+				if mm.IsRead {
+					w.Flags = append(w.Flags, `\Seen`)
+				}
+				if mm.Flagged {
+					w.Flags = append(w.Flags, `\Flagged`)
+				}
+			}
 			if d, err := time.Parse(time.RFC3339, mm.Date); err == nil {
 				w.Date = app.Ptr(app.At(d))
 			}

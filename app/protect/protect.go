@@ -11,10 +11,13 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 
 	"backstop/app"
 	"backstop/app/blobstore"
+	"backstop/app/graph"
 	"backstop/app/imapbackup"
+	"backstop/app/m365"
 )
 
 // SecretBox seals secrets at rest, bound to the id of the row that holds
@@ -31,6 +34,19 @@ type Engine struct {
 	Restore func(ctx context.Context, a imapbackup.Account, req imapbackup.RestoreRequest, open imapbackup.Opener, progress imapbackup.Progress) (*imapbackup.RestoreResult, error)
 }
 
+// M365Engine is the Microsoft 365 engine's entry points (see app/m365).
+type M365Engine struct {
+	Check         func(ctx context.Context, c *graph.Client) error
+	ConsentURL    func(loginURL, azureTenantID, clientID string) string
+	SyncDirectory func(ctx context.Context, c *graph.Client, progress m365.Progress) ([]m365.DirectoryUser, error)
+	BackupMailbox func(ctx context.Context, c *graph.Client, userID string, w *blobstore.Writer, prev []blobstore.Item, progress m365.Progress) (*m365.BackupResult, error)
+	BackupDrive   func(ctx context.Context, c *graph.Client, userID string, w *blobstore.Writer, prev []blobstore.Item, progress m365.Progress) (*m365.BackupResult, error)
+	RestoreMail   func(ctx context.Context, c *graph.Client, req m365.RestoreRequest, open m365.Opener, progress m365.Progress) (*m365.RestoreResult, error)
+	RestoreFiles  func(ctx context.Context, c *graph.Client, req m365.RestoreRequest, open m365.Opener, progress m365.Progress) (*m365.RestoreResult, error)
+	// NewClient builds a tenant's client (graph.New when nil).
+	NewClient func(cfg graph.Config) (*graph.Client, error)
+}
+
 // Catalog reads one snapshot row (app.BlobCatalog has it).
 type Catalog interface {
 	Snapshot(ctx context.Context, id string) (*app.Snapshot, []string, error)
@@ -44,7 +60,16 @@ type Config struct {
 	Blobs   *blobstore.Store
 	Catalog Catalog
 	Engine  Engine
-	Now     app.Clock
+	M365    M365Engine
+	// Jobs queues directory syncs (the runner).
+	Jobs app.JobSubmitter
+	// Directory stores the Microsoft 365 directory (directory syncs and
+	// protection of m365 entries).
+	Directory app.DirectoryService
+	// GraphLimits is the appliance-wide budget of Graph requests shared by
+	// every source's client (graph.max_concurrency).
+	GraphLimits *graph.Limits
+	Now         app.Clock
 	Logger  *slog.Logger
 	// VerifySamples is how many items a verify reads back (default 20;
 	// every item when the snapshot has fewer).
@@ -60,6 +85,9 @@ type Config struct {
 type Manager struct {
 	cfg Config
 	log *slog.Logger
+
+	clientsMu sync.Mutex
+	clients   map[string]cachedClient // by source id
 }
 
 var (
@@ -78,7 +106,10 @@ func New(cfg Config) *Manager {
 	if cfg.VerifySamples <= 0 {
 		cfg.VerifySamples = 20
 	}
-	return &Manager{cfg: cfg, log: cfg.Logger}
+	if cfg.M365.NewClient == nil {
+		cfg.M365.NewClient = graph.New
+	}
+	return &Manager{cfg: cfg, log: cfg.Logger, clients: map[string]cachedClient{}}
 }
 
 // errNoEngine is what the engine's functions answer when none is set.

@@ -15,6 +15,7 @@ import (
 	"backstop/app/blobstore"
 	"backstop/app/imapbackup"
 	"backstop/app/jobs"
+	"backstop/app/m365"
 )
 
 // RestoreParams are the body of POST /restores for a snapshot of a
@@ -115,8 +116,10 @@ func (m *Manager) planRestore(ctx context.Context, tenantID, snapshotID string, 
 	switch {
 	case dest.Kind != src.Kind:
 		return nil, app.FieldError("body.destination.protectedObjectId", "a %s snapshot restores into a %s object, not a %s one", src.Kind, src.Kind, dest.Kind)
-	case dest.Kind != app.ObjectIMAP:
-		return nil, app.FieldError("body.snapshotId", "this version restores IMAP snapshots only, not %s", dest.Kind)
+	case dest.Kind != app.ObjectIMAP && dest.Kind != app.ObjectMailbox && dest.Kind != app.ObjectDrive:
+		return nil, app.FieldError("body.snapshotId", "%s snapshots cannot be restored in this version", dest.Kind)
+	case dest.SourceKind != src.SourceKind:
+		return nil, app.FieldError("body.destination.protectedObjectId", "a %s snapshot restores into an object of a %s source", src.SourceKind, src.SourceKind)
 	case dest.SourceID == "":
 		return nil, app.FieldError("body.destination.protectedObjectId", "the object's source was deleted: there is no account to restore into")
 	case dest.SourceState == app.SourceDisabled:
@@ -125,14 +128,53 @@ func (m *Manager) planRestore(ctx context.Context, tenantID, snapshotID string, 
 	plan.dest = dest
 	if plan.folder == "" {
 		plan.folder = RestoreFolder(snap.At.Time)
+		if dest.Kind == app.ObjectDrive {
+			plan.folder = RestoreFilesFolder(snap.At.Time)
+		}
 	}
-	if err := checkFolderName(plan.folder); err != nil {
+	check := checkFolderName
+	if dest.Kind == app.ObjectDrive {
+		check = checkDriveFolderName
+	}
+	if err := check(plan.folder); err != nil {
 		return nil, app.FieldError("body.destination.folder", "%v", err)
 	}
 	if plan.items, err = m.selectItems(ctx, snapshotID, p.Items); err != nil {
 		return nil, err
 	}
 	return plan, nil
+}
+
+// RestoreFilesFolder is the default top folder of a restore of drive
+// files: like RestoreFolder with '-' for ':', which OneDrive does not allow
+// in names.
+func RestoreFilesFolder(snapshotAt time.Time) string {
+	return "Restored " + snapshotAt.UTC().Format("2006-01-02 15-04") + " UTC"
+}
+
+// checkDriveFolderName checks a OneDrive folder path: no characters OneDrive
+// refuses in names (" * : < > ? / \ | and control characters), no part
+// ending in a dot or space or being a reserved name.
+func checkDriveFolderName(f string) error {
+	if !utf8.ValidString(f) || f == "" || len(f) > 200 {
+		return errors.New("the folder name must be valid UTF-8, 1 to 200 bytes")
+	}
+	if strings.HasPrefix(f, "/") || strings.HasSuffix(f, "/") || strings.Contains(f, "//") {
+		return errors.New("the folder path must not begin or end with / or hold an empty part")
+	}
+	for _, part := range strings.Split(f, "/") {
+		if strings.ContainsAny(part, "\"*:<>?\\|") || strings.IndexFunc(part, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0 {
+			return fmt.Errorf("%q holds a character OneDrive does not allow in names (\" * : < > ? \\ | or control characters)", part)
+		}
+		if strings.HasSuffix(part, ".") || strings.HasSuffix(part, " ") || strings.HasPrefix(part, " ") {
+			return fmt.Errorf("%q must not begin with a space or end with a dot or space", part)
+		}
+		switch strings.ToUpper(part) {
+		case ".LOCK", "CON", "PRN", "AUX", "NUL", "COM1", "LPT1", "DESKTOP.INI", "_VTI_":
+			return fmt.Errorf("%q is a name OneDrive reserves", part)
+		}
+	}
+	return nil
 }
 
 func checkFolderName(f string) error {
@@ -190,35 +232,72 @@ func (m *Manager) runRestore(ctx context.Context, run *jobs.Run) (*jobs.Outcome,
 	if err != nil {
 		return nil, err
 	}
-	acct, err := m.account(src)
-	if err != nil {
-		return nil, fmt.Errorf("opening the source's sealed password: %w", err)
-	}
-	if m.cfg.Engine.Restore == nil {
-		return nil, errNoEngine
-	}
 	run.Progress(ctx, app.JobProgress{Phase: "starting"})
 	open := func(ctx context.Context, c blobstore.Content) (io.ReadCloser, error) {
 		return m.cfg.Blobs.Open(ctx, plan.snap.TenantID, c)
 	}
-	res, err := m.cfg.Engine.Restore(ctx, acct, imapbackup.RestoreRequest{Items: plan.items, Folder: plan.folder}, open,
-		func(p app.JobProgress) { run.Progress(ctx, p) })
-	if err != nil {
-		return nil, err
-	}
-	for _, f := range res.Failed {
-		ref := f.ItemID
-		if ref == "" {
-			ref = fmt.Sprintf("%s/%d", f.Folder, f.UID)
+	progress := func(p app.JobProgress) { run.Progress(ctx, p) }
+	var restored, skipped int64
+	var failed []itemFailure
+	switch plan.dest.Kind {
+	case app.ObjectMailbox, app.ObjectDrive:
+		engine := m.cfg.M365.RestoreMail
+		if plan.dest.Kind == app.ObjectDrive {
+			engine = m.cfg.M365.RestoreFiles
 		}
-		if err := run.ItemFailed(ctx, ref, fmt.Sprintf("%s UID %d", f.Folder, f.UID), f.Err); err != nil {
+		if engine == nil {
+			return nil, errors.New("the Microsoft 365 engine is not built into this binary")
+		}
+		c, err := m.Client(src)
+		if err != nil {
+			return nil, err
+		}
+		res, err := engine(ctx, c, m365.RestoreRequest{UserID: plan.dest.ExternalID, Items: plan.items, Folder: plan.folder},
+			m365.Opener(open), progress)
+		if err != nil {
+			m.sourceFailed(ctx, src, err)
+			return nil, err
+		}
+		restored, skipped = res.Restored, res.Skipped
+		for _, f := range res.Failed {
+			name := f.Ref
+			if name == "" {
+				name = f.ItemID
+			}
+			failed = append(failed, itemFailure{f.ItemID, name, f.Err})
+		}
+	default:
+		acct, err := m.account(src)
+		if err != nil {
+			return nil, fmt.Errorf("opening the source's sealed password: %w", err)
+		}
+		if m.cfg.Engine.Restore == nil {
+			return nil, errNoEngine
+		}
+		res, err := m.cfg.Engine.Restore(ctx, acct, imapbackup.RestoreRequest{Items: plan.items, Folder: plan.folder}, open, progress)
+		if err != nil {
+			return nil, err
+		}
+		restored, skipped = res.Restored, res.Skipped
+		for _, f := range res.Failed {
+			ref := f.ItemID
+			if ref == "" {
+				ref = fmt.Sprintf("%s/%d", f.Folder, f.UID)
+			}
+			failed = append(failed, itemFailure{ref, fmt.Sprintf("%s UID %d", f.Folder, f.UID), f.Err})
+		}
+	}
+	for _, f := range failed {
+		if err := run.ItemFailed(ctx, f.ref, f.name, f.err); err != nil {
 			return nil, err
 		}
 	}
+	res := struct{ Restored, Skipped int64 }{restored, skipped}
+	resFailed := failed
 	done := res.Restored + res.Skipped
 	m.log.Info("restore finished", "job_id", j.ID, "snapshot_id", plan.snap.ID, "protected_object_id", plan.dest.ID,
-		"folder", plan.folder, "restored", res.Restored, "skipped", res.Skipped, "failed", len(res.Failed))
+		"folder", plan.folder, "restored", res.Restored, "skipped", res.Skipped, "failed", len(resFailed))
 	return &jobs.Outcome{SnapshotID: plan.snap.ID, Progress: &app.JobProgress{Phase: "done", Percent: 100,
-		ItemsDone: done, ItemsTotal: done + int64(len(res.Failed))},
+		ItemsDone: done, ItemsTotal: done + int64(len(resFailed))},
 		EventData: map[string]any{"restore": map[string]any{"folder": plan.folder, "restored": res.Restored, "skipped": res.Skipped}}}, nil
 }

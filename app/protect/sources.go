@@ -28,8 +28,12 @@ func (m *Manager) Source(ctx context.Context, id string) (*app.Source, error) {
 // Create checks the login and stores an IMAP source with its protected
 // object (kind imap, protected) and its directory entry (imap_account).
 func (m *Manager) Create(ctx context.Context, spec app.SourceSpec) (*app.Source, error) {
-	if spec.Kind != app.SourceIMAP {
-		return nil, app.FieldError("kind", "only imap sources can be added in this version")
+	switch spec.Kind {
+	case app.SourceM365:
+		return m.createM365(ctx, spec)
+	case app.SourceIMAP:
+	default:
+		return nil, app.FieldError("kind", "kind must be imap or m365")
 	}
 	s := spec.IMAP
 	s.Host = strings.TrimSpace(s.Host)
@@ -80,6 +84,15 @@ func (m *Manager) Update(ctx context.Context, id string, u app.SourceUpdate) (*a
 	cur, err := m.cfg.Sources.Source(ctx, id)
 	if err != nil {
 		return nil, err
+	}
+	if cur.Kind == app.SourceM365 {
+		return m.updateM365(ctx, cur, u)
+	}
+	switch {
+	case u.ClientSecret != nil:
+		return nil, app.FieldError("clientSecret", "an IMAP source has a password, not a clientSecret")
+	case u.AutoProtect != nil:
+		return nil, app.FieldError("autoProtect", "autoProtect is a setting of Microsoft 365 sources")
 	}
 	s := cur.IMAP
 	reconnect := false
@@ -158,6 +171,7 @@ func (m *Manager) Delete(ctx context.Context, id string) error {
 	if err := m.cfg.Sources.DeleteSource(ctx, id); err != nil {
 		return err
 	}
+	m.forgetClient(id)
 	m.changed()
 	return nil
 }

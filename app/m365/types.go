@@ -1,37 +1,26 @@
-// Package m365 is the Microsoft 365 engine: the directory of a tenant,
-// mailbox backups (per-folder message delta, exact MIME from $value),
-// OneDrive backups (root delta, content checked against quickXorHash), and
-// restores through Graph. It knows nothing of jobs, HTTP routes or the
-// database: the protected-object layer (app/protect) calls it with a
-// *graph.Client per source.
-//
-// SEAM: this file pins the API app/protect is written against. The
-// implementation replaces the bodies.
 package m365
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"io"
+	"strings"
 	"time"
 
 	"backstop/app"
 	"backstop/app/blobstore"
-	"backstop/app/graph"
 )
 
-// Permissions are the application permissions Backstop needs (CONTRACT §13).
-var Permissions = []string{"User.Read.All", "Organization.Read.All", "MailboxSettings.Read", "Mail.ReadWrite", "Files.ReadWrite.All"}
+// Item kinds of a Microsoft 365 snapshot.
+const (
+	KindFolder  = "folder"
+	KindMessage = "message"
+	KindFile    = "file"
+)
 
-// ConsentURL is the admin-consent link for the customer's tenant.
-func ConsentURL(loginURL, azureTenantID, clientID string) string { panic("seam") }
-
-// Check fetches a token (a refused client is an *graph.AuthError; the
-// caller answers 422 source_auth_failed with its Reason) and reads
-// /subscribedSkus once, so missing consent shows at creation as
-// graph.consent_missing.
-func Check(ctx context.Context, c *graph.Client) error { panic("seam") }
-
-// Directory entry kinds as the engine reports them (app.Directory*).
+// DirectoryUser is one entry of the tenant's directory as the engine
+// reports it.
 type DirectoryUser struct {
 	ExternalID        string // Graph user id
 	Kind              string // app.DirectoryUser, DirectorySharedMailbox, DirectoryRoom
@@ -46,12 +35,6 @@ type DirectoryUser struct {
 
 // Progress receives progress as the job stream shows it.
 type Progress func(p app.JobProgress)
-
-// SyncDirectory reads every user with licences (SKU part numbers from
-// /subscribedSkus) and mailbox purpose (through $batch).
-func SyncDirectory(ctx context.Context, c *graph.Client, progress Progress) ([]DirectoryUser, error) {
-	panic("seam")
-}
 
 // MessageMeta is the Meta of a message item.
 type MessageMeta struct {
@@ -111,17 +94,6 @@ type BackupResult struct {
 	Failed  []ItemFailure
 }
 
-// BackupMailbox backs up one user's mailbox incrementally from prev (the
-// previous snapshot's manifest; nil for a full backup).
-func BackupMailbox(ctx context.Context, c *graph.Client, userID string, w *blobstore.Writer, prev []blobstore.Item, progress Progress) (*BackupResult, error) {
-	panic("seam")
-}
-
-// BackupDrive backs up one user's OneDrive incrementally from prev.
-func BackupDrive(ctx context.Context, c *graph.Client, userID string, w *blobstore.Writer, prev []blobstore.Item, progress Progress) (*BackupResult, error) {
-	panic("seam")
-}
-
 // Opener returns the exact stored bytes of an item's content.
 type Opener func(ctx context.Context, c blobstore.Content) (io.ReadCloser, error)
 
@@ -144,16 +116,47 @@ type RestoreResult struct {
 	Failed   []ItemFailure
 }
 
-// RestoreMail recreates messages as real (not draft) messages with their
-// sent and received times and attachments, skipping those already in the
-// destination folder.
-func RestoreMail(ctx context.Context, c *graph.Client, req RestoreRequest, open Opener, progress Progress) (*RestoreResult, error) {
-	panic("seam")
+// MessageItemID is the stable item id of a Graph message id.
+func MessageItemID(graphID string) string { return hashID("m", "message", graphID) }
+
+// MailFolderItemID is the stable item id of a Graph mail folder id.
+func MailFolderItemID(folderID string) string { return hashID("f", "folder", folderID) }
+
+// DriveItemID is the stable item id of a drive item id.
+func DriveItemID(driveItemID string) string { return hashID("d", "drive", driveItemID) }
+
+func hashID(prefix, kind, id string) string {
+	sum := sha256.Sum256([]byte(kind + "\x00" + id))
+	return prefix + hex.EncodeToString(sum[:16])
 }
 
-// RestoreFiles uploads files under req.Folder at the drive root, keeping
-// the folder structure, skipping files already there with the same
-// content.
-func RestoreFiles(ctx context.Context, c *graph.Client, req RestoreRequest, open Opener, progress Progress) (*RestoreResult, error) {
-	panic("seam")
+var (
+	nameEscaper   = strings.NewReplacer("%", "%25", "/", "%2F")
+	nameUnescaper = strings.NewReplacer("%25", "%", "%2F", "/", "%2f", "/")
+)
+
+// EscapeName makes a display name one segment of a '/'-separated path.
+func EscapeName(name string) string { return nameEscaper.Replace(name) }
+
+// UnescapeName is the display name of a path segment.
+func UnescapeName(seg string) string { return nameUnescaper.Replace(seg) }
+
+// splitPath is the display names of a folder path ("" for none).
+func splitPath(p string) []string {
+	p = strings.Trim(p, "/")
+	if p == "" {
+		return nil
+	}
+	segs := strings.Split(p, "/")
+	for i, s := range segs {
+		segs[i] = UnescapeName(s)
+	}
+	return segs
+}
+
+func lastSegment(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[i+1:]
+	}
+	return p
 }

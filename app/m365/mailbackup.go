@@ -1,0 +1,427 @@
+package m365
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"backstop/app/blobstore"
+	"backstop/app/graph"
+)
+
+// FetchWorkers is how many messages or files of one mailbox or drive are
+// fetched at once. The client holds requests to Outlook's 4 in flight per
+// mailbox; more workers would only queue there.
+var FetchWorkers = 4
+
+// mailMessage is one message of a folder as the sync sees it.
+type mailMessage struct {
+	meta    MessageMeta
+	content *blobstore.Content // nil until stored or known
+	failed  bool               // could not be read: the previous version stays
+	gone    bool               // deleted since it was listed
+}
+
+// prevMailbox is the previous snapshot indexed for an incremental.
+type prevMailbox struct {
+	folders map[string]FolderMeta              // by folder id
+	msgs    map[string]map[string]*mailMessage // folder id → graph id → message
+	byGraph map[string]blobstore.Item          // graph id → item, for content reuse
+	itemIDs map[string]struct{}                // message item ids
+	metas   map[string]MessageMeta             // graph id → meta
+}
+
+func indexPrevMailbox(prev []blobstore.Item) *prevMailbox {
+	p := &prevMailbox{folders: map[string]FolderMeta{}, msgs: map[string]map[string]*mailMessage{},
+		byGraph: map[string]blobstore.Item{}, itemIDs: map[string]struct{}{}, metas: map[string]MessageMeta{}}
+	for _, it := range prev {
+		switch it.Kind {
+		case KindFolder:
+			var fm FolderMeta
+			if json.Unmarshal(it.Meta, &fm) == nil && fm.FolderID != "" {
+				p.folders[fm.FolderID] = fm
+			}
+		case KindMessage:
+			var mm MessageMeta
+			if json.Unmarshal(it.Meta, &mm) != nil || mm.GraphID == "" {
+				continue
+			}
+			p.itemIDs[it.ID] = struct{}{}
+			p.byGraph[mm.GraphID] = it
+			p.metas[mm.GraphID] = mm
+			m := p.msgs[mm.FolderID]
+			if m == nil {
+				m = map[string]*mailMessage{}
+				p.msgs[mm.FolderID] = m
+			}
+			c := it.Content
+			m[mm.GraphID] = &mailMessage{meta: mm, content: &c}
+		}
+	}
+	return p
+}
+
+// mailFolderState is one folder of this backup.
+type mailFolderState struct {
+	folder graph.MailFolder
+	path   string
+	meta   FolderMeta
+	mu     sync.Mutex
+	msgs   map[string]*mailMessage
+}
+
+type mailRun struct {
+	ctx    context.Context
+	c      *graph.Client
+	user   string
+	w      *blobstore.Writer
+	prev   *prevMailbox
+	prog   *progressReporter
+	ec     errContext
+	jobs   chan fetchJob
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	failed []ItemFailure
+	fatal  error
+	cancel context.CancelFunc
+	// counters for tests
+	fetched int64
+}
+
+type fetchJob struct {
+	f *mailFolderState
+	m *mailMessage
+}
+
+// BackupMailbox backs up one user's mailbox incrementally from prev (the
+// previous snapshot's manifest; nil for a full backup). It stores each new
+// or changed message's MIME through w, FetchWorkers at a time, and returns
+// the manifest without committing it. A message that cannot be read is in
+// Failed (its previous version, if any, stays in the manifest); failures
+// of the whole mailbox (graph.mailbox_unavailable, graph.consent_missing,
+// graph.throttled, graph.auth_failed, the store's) end the backup.
+func BackupMailbox(ctx context.Context, c *graph.Client, userID string, w *blobstore.Writer, prev []blobstore.Item, progress Progress) (*BackupResult, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r := &mailRun{ctx: ctx, c: c, user: userID, w: w, prev: indexPrevMailbox(prev), prog: newProgress(progress),
+		ec: errContext{permission: permMail, mailbox: userID}, jobs: make(chan fetchJob), cancel: cancel}
+	res, err := r.run()
+	if err != nil {
+		return nil, failure(c, r.ec, err)
+	}
+	return res, nil
+}
+
+func (r *mailRun) run() (*BackupResult, error) {
+	r.prog.phase("scanning")
+	var folders []*mailFolderState
+	err := r.c.MailFolders(r.ctx, r.user, func(f graph.MailFolder, path []string) error {
+		if f.IsSearchFolder() {
+			return nil
+		}
+		segs := make([]string, len(path))
+		for i, s := range path {
+			segs[i] = EscapeName(s)
+		}
+		folders = append(folders, &mailFolderState{folder: f, path: strings.Join(segs, "/"),
+			meta: FolderMeta{FolderID: f.ID, ParentFolderID: f.ParentFolderID}})
+		r.prog.addTotals(int64(f.TotalItemCount), 0)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.prog.phase("transferring")
+	for range max(FetchWorkers, 1) {
+		r.wg.Add(1)
+		go r.fetcher()
+	}
+	for _, f := range folders {
+		if err := r.syncFolder(f); err != nil {
+			r.setFatal(err)
+			break
+		}
+	}
+	close(r.jobs)
+	r.wg.Wait()
+	if r.fatal != nil {
+		return nil, r.fatal
+	}
+	return r.result(folders), nil
+}
+
+func (r *mailRun) setFatal(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.fatal == nil {
+		r.fatal = err
+		r.cancel()
+	}
+}
+
+// syncFolder brings one folder's message list up to date (delta, else a
+// listing) and hands the messages whose MIME is needed to the fetchers.
+func (r *mailRun) syncFolder(f *mailFolderState) error {
+	pm, hadPrev := r.prev.folders[f.folder.ID]
+	start := ""
+	f.msgs = map[string]*mailMessage{}
+	if hadPrev && pm.DeltaLink != "" {
+		start = pm.DeltaLink
+		for id, m := range r.prev.msgs[f.folder.ID] {
+			cp := *m
+			f.msgs[id] = &cp
+		}
+	}
+	apply := func(page []graph.Message) error {
+		for _, m := range page {
+			if m.Removed != nil {
+				delete(f.msgs, m.ID)
+				continue
+			}
+			f.apply(m)
+		}
+		return nil
+	}
+	link, err := r.c.MessagesDelta(r.ctx, r.user, f.folder.ID, start, apply)
+	if err != nil && invalidDelta(err) {
+		f.msgs = map[string]*mailMessage{}
+		link, err = r.c.MessagesDelta(r.ctx, r.user, f.folder.ID, "", apply)
+	}
+	if err != nil && graph.IsCode(err, "ErrorQuotaExceeded") {
+		f.msgs = map[string]*mailMessage{}
+		link, err = "", r.c.ListMessages(r.ctx, r.user, f.folder.ID, apply)
+	}
+	if err != nil {
+		return err
+	}
+	f.meta.DeltaLink = link
+
+	var todo []*mailMessage
+	for id, m := range f.msgs {
+		m.meta.FolderID = f.folder.ID
+		if it, ok := r.prev.byGraph[id]; ok && r.prev.metas[id].ChangeKey == m.meta.ChangeKey {
+			c := it.Content
+			m.content = &c
+			r.prog.addDone(1, 0)
+			continue
+		}
+		m.content = nil
+		todo = append(todo, m)
+	}
+	for _, m := range todo {
+		select {
+		case r.jobs <- fetchJob{f: f, m: m}:
+		case <-r.ctx.Done():
+			return r.ctx.Err()
+		}
+	}
+	return nil
+}
+
+// apply merges a delta or list entry into the folder's messages: an entry
+// for a known id updates what it carries (the last entry wins).
+func (f *mailFolderState) apply(m graph.Message) {
+	cur := f.msgs[m.ID]
+	if cur == nil {
+		cur = &mailMessage{meta: MessageMeta{GraphID: m.ID}}
+		f.msgs[m.ID] = cur
+	}
+	mm := &cur.meta
+	if m.InternetMessageID != "" {
+		mm.InternetMessageID = m.InternetMessageID
+	}
+	if m.Subject != "" {
+		mm.Subject = m.Subject
+	}
+	if m.From != nil {
+		mm.From = formatAddress(m.From)
+	}
+	if m.ReceivedDateTime != nil {
+		t := m.ReceivedDateTime.UTC()
+		mm.ReceivedDateTime = &t
+	}
+	if m.SentDateTime != nil {
+		t := m.SentDateTime.UTC()
+		mm.SentDateTime = &t
+	}
+	switch {
+	case mm.SentDateTime != nil:
+		mm.Date = mm.SentDateTime.Format(time.RFC3339)
+	case mm.ReceivedDateTime != nil:
+		mm.Date = mm.ReceivedDateTime.Format(time.RFC3339)
+	}
+	if m.IsRead != nil {
+		mm.IsRead = *m.IsRead
+	}
+	if m.Flag != nil {
+		mm.Flagged = m.Flag.FlagStatus == "flagged"
+	}
+	if m.Categories != nil {
+		mm.Categories = m.Categories
+	}
+	if m.ChangeKey != "" {
+		mm.ChangeKey = m.ChangeKey
+	}
+}
+
+func formatAddress(r *graph.Recipient) string {
+	if r == nil {
+		return ""
+	}
+	if r.EmailAddress.Name == "" || r.EmailAddress.Name == r.EmailAddress.Address {
+		return r.EmailAddress.Address
+	}
+	return fmt.Sprintf("%s <%s>", r.EmailAddress.Name, r.EmailAddress.Address)
+}
+
+func (r *mailRun) fetcher() {
+	defer r.wg.Done()
+	for j := range r.jobs {
+		if r.ctx.Err() != nil {
+			continue
+		}
+		c, err := r.fetch(j.m.meta.GraphID)
+		switch {
+		case err == nil:
+			j.f.mu.Lock()
+			j.m.content = &c
+			j.f.mu.Unlock()
+			r.prog.addDone(1, c.Size)
+		case itemGone(err):
+			j.f.mu.Lock()
+			j.m.gone = true // deleted meanwhile: the next delta says so
+			j.f.mu.Unlock()
+		case errors.As(err, new(storeError)) || mailboxWide(failure(r.c, r.ec, err)):
+			r.setFatal(err)
+		default:
+			j.f.mu.Lock()
+			j.m.failed = true
+			j.f.mu.Unlock()
+			r.addFailure(ItemFailure{ItemID: MessageItemID(j.m.meta.GraphID), Ref: j.f.path + "/" + j.m.meta.Subject,
+				Err: failure(r.c, r.ec, err)})
+		}
+	}
+}
+
+func (r *mailRun) addFailure(f ItemFailure) {
+	r.mu.Lock()
+	r.failed = append(r.failed, f)
+	r.mu.Unlock()
+}
+
+// fetch stores one message's MIME. A read error is the source's; any
+// other error of PutItem is the store's (and wrapped as such).
+func (r *mailRun) fetch(graphID string) (blobstore.Content, error) {
+	body, err := r.c.MessageMIME(r.ctx, r.user, graphID)
+	if err != nil {
+		return blobstore.Content{}, err
+	}
+	defer body.Close()
+	src := &sourceReader{r: body}
+	c, err := r.w.PutItem(r.ctx, src)
+	if err != nil {
+		if src.err != nil {
+			return blobstore.Content{}, src.err
+		}
+		return blobstore.Content{}, storeError{err}
+	}
+	return c, nil
+}
+
+// sourceReader remembers the source's read error, to tell it from the
+// store's.
+type sourceReader struct {
+	r   io.Reader
+	err error
+}
+
+func (s *sourceReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if err != nil && err != io.EOF {
+		s.err = err
+	}
+	return n, err
+}
+
+// storeError marks an error of the blob store: it ends the backup.
+type storeError struct{ err error }
+
+func (e storeError) Error() string { return e.err.Error() }
+func (e storeError) Unwrap() error { return e.err }
+
+// result builds the manifest: folders by path, each followed by its
+// messages by received time. A message that failed keeps its previous
+// version when it had one.
+func (r *mailRun) result(folders []*mailFolderState) *BackupResult {
+	sort.SliceStable(folders, func(i, j int) bool { return folders[i].path < folders[j].path })
+	res := &BackupResult{Failed: r.failed}
+	seen := map[string]struct{}{}
+	for _, f := range folders {
+		raw, _ := json.Marshal(f.meta)
+		res.Items = append(res.Items, blobstore.Item{ID: MailFolderItemID(f.folder.ID), Kind: KindFolder,
+			Path: f.path, Name: f.folder.DisplayName, Meta: raw})
+		type sortable struct {
+			it       blobstore.Item
+			received time.Time
+		}
+		var msgs []sortable
+		for id, m := range f.msgs {
+			c := m.content
+			meta := m.meta
+			if m.gone {
+				continue
+			}
+			if c == nil || m.failed {
+				old, ok := r.prev.byGraph[id]
+				if !ok || !m.failed {
+					continue
+				}
+				c = &old.Content
+				meta.ChangeKey = r.prev.metas[id].ChangeKey // fetched again next time
+			}
+			itemID := MessageItemID(id)
+			if _, dup := seen[itemID]; dup { // moved while the folders were read
+				continue
+			}
+			seen[itemID] = struct{}{}
+			raw, _ := json.Marshal(meta)
+			s := sortable{it: blobstore.Item{ID: itemID, Kind: KindMessage, Path: f.path, Name: meta.Subject,
+				Content: *c, Meta: raw}}
+			if meta.ReceivedDateTime != nil {
+				s.received = *meta.ReceivedDateTime
+			}
+			msgs = append(msgs, s)
+		}
+		sort.Slice(msgs, func(i, j int) bool {
+			if a, b := msgs[i].received, msgs[j].received; !a.Equal(b) {
+				return a.Before(b)
+			}
+			return msgs[i].it.ID < msgs[j].it.ID
+		})
+		for _, s := range msgs {
+			res.Items = append(res.Items, s.it)
+		}
+	}
+	for _, it := range res.Items {
+		if it.Kind != KindMessage {
+			continue
+		}
+		res.Count++
+		if _, ok := r.prev.itemIDs[it.ID]; !ok {
+			res.Added++
+		}
+	}
+	for id := range r.prev.itemIDs {
+		if _, ok := seen[id]; !ok {
+			res.Removed++
+		}
+	}
+	r.prog.flush()
+	return res
+}
