@@ -60,6 +60,9 @@ function AddTenant({ ctx, onClose }) {
   const text = (k, label, a = {}) => html`<${Field} label=${label} error=${f[k]} hint=${a.hint}>${(x) => html`<input ...${x} type=${a.type || 'text'}
     required=${!!a.required} autocomplete=${a.autocomplete || 'off'} spellcheck="false" class=${a.mono ? 'mono' : undefined} placeholder=${a.placeholder} value=${form[k]} onInput=${set(k)} />`}<//>`;
   const consent = consentUrl(form.loginUrl.trim(), form.azureTenantId.trim(), form.clientId.trim());
+  // A refused Graph or login URL is named in the box above the buttons;
+  // the section stays open so the field can be corrected.
+  const showAdvanced = advanced || !!(f.graphUrl || f.loginUrl || (error && error.fields && (error.fields.graphUrl || error.fields.loginUrl)));
   return html`<${Dialog} title="Add Microsoft 365 tenant" onClose=${() => onClose(null)}><form onSubmit=${submit}>
     ${!own && html`<${Field} label="Tenant" error=${f.tenantId} hint="The customer whose Microsoft 365 this is.">${(a) => html`<select ...${a} required value=${form.tenantId} onChange=${set('tenantId')}>
       <option value="" disabled>Choose a tenant</option>${ctx.tenants.map((t) => html`<option key=${t.id} value=${t.id}>${t.name}</option>`)}</select>`}<//>`}
@@ -69,8 +72,8 @@ function AddTenant({ ctx, onClose }) {
     ${text('clientSecret', 'Client secret', { required: true, type: 'password', autocomplete: 'new-password', hint: 'The secret’s value (not its id). Stored encrypted and never shown again.' })}
     <div class="field"><label class="check"><input type="checkbox" checked=${form.autoProtect} onChange=${(e) => setForm({ ...form, autoProtect: e.target.checked })} /> Protect every user automatically</label>
       <div class="hint">On: every user, shared mailbox and room found by the directory sync is backed up, including ones added later. Off: choose who is protected in the Directory.</div></div>
-    <div class="field"><button type="button" class="link" aria-expanded=${advanced ? 'true' : 'false'} aria-controls="m365-advanced" onClick=${() => setAdvanced(!advanced)}>${advanced ? 'Hide advanced settings' : 'Advanced settings'}</button></div>
-    ${advanced && html`<div id="m365-advanced" class="advanced">
+    <div class="field"><button type="button" class="link" aria-expanded=${showAdvanced ? 'true' : 'false'} aria-controls="m365-advanced" onClick=${() => setAdvanced(!showAdvanced)}>${showAdvanced ? 'Hide advanced settings' : 'Advanced settings'}</button></div>
+    ${showAdvanced && html`<div id="m365-advanced" class="advanced">
       <p class="small muted">Only for a national cloud (Microsoft 365 operated by 21Vianet, US Government) or a test service. Leave empty for the worldwide service.</p>
       ${text('graphUrl', 'Graph URL', { mono: true, placeholder: defaultGraph })}
       ${text('loginUrl', 'Login URL', { mono: true, placeholder: defaultLogin })}
