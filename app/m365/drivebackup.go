@@ -258,6 +258,9 @@ func (r *driveRun) download(paths map[string]string) error {
 	return r.ctx.Err()
 }
 
+// testHookBeforeDownload lets tests let a download URL expire.
+var testHookBeforeDownload func()
+
 // fetch downloads one file into the store, with a fresh download URL when
 // the delta's has expired, and checks its quickXorHash.
 func (r *driveRun) fetch(ctx context.Context, n *driveNode) error {
@@ -268,6 +271,9 @@ func (r *driveRun) fetch(ctx context.Context, n *driveNode) error {
 			return err
 		}
 		d = &fresh
+	}
+	if testHookBeforeDownload != nil {
+		testHookBeforeDownload()
 	}
 	body, err := r.c.Download(ctx, d.DownloadURL)
 	if s := graph.StatusOf(err); s == http.StatusUnauthorized || s == http.StatusForbidden || s == http.StatusGone {
