@@ -114,7 +114,8 @@ func (r *driveRun) loadPrev(prev []blobstore.Item) string {
 		if it.Kind == KindFile {
 			c := it.Content
 			n.content = &c
-			r.known[n.id] = n
+			k := *n // a copy: apply updates the node, the reuse check compares with this
+			r.known[n.id] = &k
 			r.prevIDs[it.ID] = struct{}{}
 		}
 		r.nodes[n.id] = n

@@ -179,3 +179,5 @@ type appProgress = app.JobProgress
 type failureError = app.FailureError
 
 func encodeB64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+type blobstoreItem = blobstore.Item

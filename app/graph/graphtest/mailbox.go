@@ -51,6 +51,7 @@ type message struct {
 	bodyType, body, bodyPreview string
 	mime                        []byte
 	attachments                 []*attachment
+	extraHeaders                [][2]string
 	version                     int64
 }
 
