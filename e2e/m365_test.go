@@ -3,6 +3,8 @@ package e2e
 import (
 	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -257,5 +259,41 @@ func TestM365(t *testing.T) {
 	})
 	if n := b.dialogs.Load(); n != 0 {
 		t.Fatalf("%d JavaScript dialogs opened", n)
+	}
+
+	// A restart records today's counts when the day has none yet (as an
+	// appliance that was off at midnight does): the daily row, the chart
+	// and the CSV of the billing summary.
+	a.stop()
+	a2 := startAppliance(t, "SERVICE_DATA_DIR="+a.DataDir)
+	b2 := newBrowser(t, a2.URL, 1280, 900)
+	b2.setSession(a2.signIn(t, adminEmail, adminPassword))
+	b2.open("/ui/directory/billing")
+	today := time.Now().UTC().Format(time.DateOnly)
+	daySel := `document.querySelector('[data-testid=billing-daily] tr[data-date="` + today + `"]')`
+	b2.waitTrue("today's daily row", `!!`+daySel)
+	if r := normalizeSpace(eval[string](b2, daySel+`.innerText`)); !strings.Contains(r, "Acme Dental") || !strings.Contains(strings.Join(strings.Fields(r), " "), "2 1 0 0 2") {
+		t.Fatalf("today's daily row: %q", r)
+	}
+	b2.waitTrue("the chart's points", `document.querySelectorAll('[data-testid=billing-chart] circle').length === 3`)
+	b2.shot("60-m365-billing-daily")
+	downloads := t.TempDir()
+	b2.allowDownloads(downloads)
+	b2.click("Download CSV")
+	var csvText string
+	waitFor(t, "the CSV", 10*time.Second, func() bool {
+		entries, _ := os.ReadDir(downloads)
+		for _, e := range entries {
+			if strings.HasSuffix(e.Name(), ".csv") {
+				data, _ := os.ReadFile(filepath.Join(downloads, e.Name()))
+				csvText = string(data)
+				return len(data) > 0
+			}
+		}
+		return false
+	})
+	if !strings.HasPrefix(csvText, "date,tenantId,tenant,users,sharedMailboxes,rooms,imapAccounts,licensed,protected,protectedMailboxes,protectedDrives\r\n") ||
+		!strings.Contains(csvText, today+",") || !strings.Contains(csvText, ",Acme Dental,2,1,0,0,2,") {
+		t.Fatalf("the CSV:\n%s", csvText)
 	}
 }

@@ -36,7 +36,7 @@ function perDay(daily, tenantId) {
 
 /** Users, licensed and protected per day of the month as lines. */
 function Chart({ month, days, byDate }) {
-  const W = 600, H = 160, L = 34, B = 20, T = 8;
+  const W = 800, H = 180, L = 34, B = 20, T = 8;
   const dates = Array.from({ length: days }, (_, i) => `${month}-${pad(i + 1)}`);
   const max = Math.max(1, ...[...byDate.values()].flatMap((c) => series.map(([k]) => c[k])));
   const x = (i) => L + (days > 1 ? (i * (W - L - 6)) / (days - 1) : 0);
@@ -44,14 +44,14 @@ function Chart({ month, days, byDate }) {
   const line = (k) => dates.map((d, i) => (byDate.has(d) ? `${x(i).toFixed(1)},${y(byDate.get(d)[k]).toFixed(1)}` : null)).filter(Boolean).join(' ');
   const label = series.map(([k, l]) => `${l}: ${dates.filter((d) => byDate.has(d)).map((d) => byDate.get(d)[k]).join(', ')}`).join('; ');
   return html`<figure class="chart" data-testid="billing-chart">
-    <svg viewBox=${`0 0 ${W} ${H}`} role="img" aria-label=${`Daily counts in ${month}. ${label}`} preserveAspectRatio="none">
+    <svg viewBox=${`0 0 ${W} ${H}`} role="img" aria-label=${`Daily counts in ${month}. ${label}`}>
       <line x1=${L} y1=${y(0)} x2=${W} y2=${y(0)} stroke="#e2e5ea" />
       <line x1=${L} y1=${y(max)} x2=${W} y2=${y(max)} stroke="#e2e5ea" stroke-dasharray="3 3" />
       <text x=${L - 4} y=${y(max) + 4} text-anchor="end" font-size="10" fill="#5d6776">${max}</text>
       <text x=${L - 4} y=${y(0) + 4} text-anchor="end" font-size="10" fill="#5d6776">0</text>
       ${[0, Math.floor((days - 1) / 2), days - 1].map((i) => html`<text key=${i} x=${x(i)} y=${H - 4} text-anchor="middle" font-size="10" fill="#5d6776">${i + 1}</text>`)}
       ${series.map(([k, , color]) => html`<g key=${k} data-series=${k}><polyline points=${line(k)} fill="none" stroke=${color} stroke-width="2" />
-        ${dates.map((d, i) => byDate.has(d) && html`<circle key=${d} cx=${x(i)} cy=${y(byDate.get(d)[k])} r="2.5" fill=${color}><title>${d}: ${byDate.get(d)[k]}</title></circle>`)}</g>`)}
+        ${dates.map((d, i) => byDate.has(d) && html`<circle key=${d} cx=${x(i)} cy=${y(byDate.get(d)[k])} r=${k === 'users' ? 4.5 : 3} fill=${color}><title>${d}: ${byDate.get(d)[k]}</title></circle>`)}</g>`)}
     </svg>
     <figcaption class="legend small">${series.map(([k, l, color]) => html`<span key=${k}><span class="swatch" style=${{ background: color }}></span>${l}</span>`)}</figcaption>
   </figure>`;

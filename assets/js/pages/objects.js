@@ -178,14 +178,13 @@ export function SnapshotBrowser({ obj, snap, onRestore }) {
 
 /** A drive snapshot's folder: subfolders and files with their sizes, each file downloadable. */
 function FileTable({ items, query, picked, pick, toggle, open, download, downloading }) {
-  return html`<div class="table-wrap"><table class="items files"><thead><tr><th class="pick"><span class="sr-only">Select</span></th><th>Name</th><th class="hide-narrow">Modified</th><th class="num">Size</th><th><span class="sr-only">Download</span></th></tr></thead><tbody>
+  return html`<div class="table-wrap"><table class="items files"><thead><tr><th class="pick"><span class="sr-only">Select</span></th><th>Name</th><th class="num">Size</th><th><span class="sr-only">Download</span></th></tr></thead><tbody>
     ${items.map((it) => it.kind === 'folder' ? html`<tr key=${'f' + it.id} class="folder" data-folder=${it.path}>
         <td class="pick"><input type="checkbox" aria-label=${'Select folder ' + it.path} checked=${picked.has(pick(it))} onChange=${() => toggle(it)} /></td>
-        <td colspan="4"><button class="link folder-link" onClick=${() => open(it.path)}><span class="folder-icon" aria-hidden="true"></span>${it.name}</button>${query && html` <span class="small muted">${it.path}</span>`}</td></tr>`
+        <td colspan="3"><button class="link folder-link" onClick=${() => open(it.path)}><span class="folder-icon" aria-hidden="true"></span>${it.name}</button>${query && html` <span class="small muted">${it.path}</span>`}</td></tr>`
       : html`<tr key=${it.id} data-item=${it.id}>
         <td class="pick"><input type="checkbox" aria-label=${'Select ' + it.name} checked=${picked.has(pick(it))} onChange=${() => toggle(it)} /></td>
         <td class="subject"><span class="name">${it.name}</span>${query && html`<div class="small muted">${it.path}</div>`}</td>
-        <td class="hide-narrow nowrap"><${Time} at=${it.date} empty="—" /></td>
         <td class="num nowrap">${bytes(it.size)}</td>
         <td class="num"><button class="small" aria-label=${'Download ' + it.name} disabled=${downloading === it.id} onClick=${() => download(it)}>${downloading === it.id ? 'Downloading…' : 'Download'}</button></td>
       </tr>`)}
