@@ -135,6 +135,22 @@ func TestM365(t *testing.T) {
 	waitFor(t, "Megan's protection switched", 10*time.Second, func() bool { return protectedOf("megan@acme.example") != before })
 	b.clickLabelled("Protect Megan Bowen")
 	waitFor(t, "Megan's protection switched back", 10*time.Second, func() bool { return protectedOf("megan@acme.example") == before })
+	// A refused change: the switch moves at once, then back, with the reason.
+	eval[bool](b, `(() => { const real = window.fetch; window.restoreFetch = () => { window.fetch = real; };
+		window.fetch = (u, o) => (o && o.method === 'PUT' && String(u).includes('/protection'))
+			? Promise.resolve(new Response(JSON.stringify({ status: 503, title: 'Service Unavailable', detail: 'refused for the test', code: 'internal' }),
+				{ status: 503, headers: { 'Content-Type': 'application/problem+json' } }))
+			: real(u, o);
+		return true; })()`)
+	b.clickLabelled("Protect Megan Bowen")
+	b.waitTrue("the refusal", `!!document.querySelector('[data-testid=toggle-failed]')`)
+	if got := eval[bool](b, `document.querySelector('input[aria-label="Protect Megan Bowen"]').checked`); got != before || protectedOf("megan@acme.example") != before {
+		t.Fatalf("after a refused change the switch shows %v, want %v", got, before)
+	}
+	if msg := eval[string](b, `document.querySelector('[data-testid=toggle-failed]').textContent`); !strings.Contains(msg, "refused for the test") {
+		t.Fatalf("the refusal says %q", msg)
+	}
+	eval[bool](b, `(window.restoreFetch(), true)`)
 	if !protectedOf("adele@acme.example") {
 		b.clickLabelled("Protect Adele Vance")
 		waitFor(t, "Adele protected", 10*time.Second, func() bool { return protectedOf("adele@acme.example") })

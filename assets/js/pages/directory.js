@@ -19,14 +19,14 @@ export function DirectoryTabs({ current }) {
 }
 
 /** id -> kind of every protected object, to label an entry's links; {} until loaded. */
-function useObjectKinds() {
+function useObjectKinds(tick) {
   const [kinds, setKinds] = useState({});
   useEffect(() => {
     let live = true;
     Promise.all(['mailbox', 'drive', 'imap'].map((k) => apiAll('/protected-objects?kind=' + k).catch(() => ({ items: [] }))))
       .then((lists) => { if (live) setKinds(Object.fromEntries(lists.flatMap((l) => l.items.map((o) => [o.id, o.kind])))); });
     return () => { live = false; };
-  }, []);
+  }, [tick]);
   return kinds;
 }
 
@@ -44,7 +44,8 @@ export function DirectoryPage({ ctx }) {
   const [moreError, setMoreError] = useState(null);
   const [toggleError, setToggleError] = useState(null);
   const [pending, setPending] = useState({});
-  const objectKinds = useObjectKinds();
+  const [kindsTick, setKindsTick] = useState(0);
+  const objectKinds = useObjectKinds(kindsTick);
   useEffect(() => { if (first.data) { setRows(first.data.items); setCursor(first.data.nextCursor); } }, [first.data]);
   const set = (k) => (e) => setFilters({ ...filters, [k]: e.target.value });
   const search = (e) => { e.preventDefault(); setFilters({ ...filters, q: q.trim() }); };
@@ -64,6 +65,8 @@ export function DirectoryPage({ ctx }) {
     try {
       const saved = await api('PUT', '/directory/' + encodeURIComponent(entry.id) + '/protection', { protected: want }, { tenant: entry.tenantId });
       replace(entry.id, () => saved || { ...entry, protected: want });
+      // Protecting a user may have created its mailbox and OneDrive objects.
+      if (saved && (saved.protectedObjectIds || []).some((id) => !objectKinds[id])) setKindsTick((n) => n + 1);
     } catch (e) {
       replace(entry.id, (r) => ({ ...r, protected: entry.protected }));
       setToggleError({ name: entry.displayName, want, error: e });
