@@ -80,7 +80,7 @@ type directorySummaryOutput struct {
 		GeneratedAt app.Time                    `json:"generatedAt"`
 		Total       app.DirectoryCounts         `json:"total"`
 		Tenants     []app.TenantDirectoryCounts `json:"tenants" doc:"One row per tenant with entries or protected objects."`
-		Daily       []app.DailyDirectoryCounts  `json:"daily,omitempty" doc:"With ?from=&to=: the counts recorded at 00:00 UTC of each day, one row per tenant per day that has a record, by date then tenant."`
+		Daily       *[]app.DailyDirectoryCounts `json:"daily,omitempty" doc:"With ?from=&to=: the counts recorded at 00:00 UTC of each day, one row per tenant per day that has a record, by date then tenant."`
 	}
 }
 
@@ -127,7 +127,8 @@ func (s *Server) directorySummary(ctx context.Context, in *directorySummaryInput
 		if err != nil {
 			return nil, err
 		}
-		out.Body.Daily = nonNilSlice(days)
+		days = nonNilSlice(days)
+		out.Body.Daily = &days
 	}
 	return out, nil
 }

@@ -81,10 +81,10 @@ type Services struct {
 	// answers 501 (lists of snapshots: empty). ProtectionChanged, if set,
 	// is called after PUT /directory/{id}/protection (backup schedules
 	// follow protection).
-	Sources           app.SourceService
-	Protected         app.ProtectedObjectService
-	Snapshots         app.SnapshotBrowser
-	Directory         app.DirectoryService
+	Sources   app.SourceService
+	Protected app.ProtectedObjectService
+	Snapshots app.SnapshotBrowser
+	Directory app.DirectoryService
 	// Protection, if set, serves PUT /directory/{id}/protection (creating
 	// the objects of Microsoft 365 entries); nil: Directory flips existing
 	// objects only.

@@ -6,11 +6,14 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"backstop/app/blobstore"
 	"backstop/app/graph"
 	"backstop/app/graph/graphtest"
 )
@@ -98,6 +101,8 @@ func BenchmarkMailboxes(b *testing.B) {
 		b.ReportMetric(ratio, "ratio")
 		b.ReportMetric(inc, "s/50-incremental")
 		b.ReportMetric(hwm/1024, "MiB-peak-RSS")
+		b.Logf("child memory: %s", kv["mem"])
+		b.Logf("child peak RSS after the full round: %s", kv["fullVmHWM"])
 		b.Logf("one mailbox × %d: %.2f s; %d mailboxes in parallel: %.2f s (%.2f×); incremental of %d unchanged: %.2f s; child peak RSS %.0f MiB; fake stats %+v",
 			benchMessages, one.Seconds(), benchMailboxes, full, ratio, benchMailboxes, inc, hwm/1024, stats)
 		if stats.Violations != 0 {
@@ -191,7 +196,7 @@ func TestBenchChild(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				var prevItems = prevOf(prev, u)
-				res, _, _, err := backupInto(ctx, st, tenant, c, BackupMailbox, u, prevItems)
+				res, err := backupCommit(ctx, st, tenant, c, u, prevItems)
 				if err != nil || res.Count != benchMessages {
 					t.Errorf("%s: %v %+v", u, err, res)
 					return
@@ -205,14 +210,52 @@ func TestBenchChild(t *testing.T) {
 		return time.Since(start), out
 	}
 	full, results := run(nil)
+	fmt.Printf("bench.fullVmHWM=%s\n", vmHWM())
+	if os.Getenv("M365_BENCH_PROFILE") != "" {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		fmt.Printf("bench.mem=heapInuse %d MiB, heapSys %d MiB, stack %d MiB, sys %d MiB, goroutines %d\n",
+			ms.HeapInuse>>20, ms.HeapSys>>20, ms.StackInuse>>20, ms.Sys>>20, runtime.NumGoroutine())
+		f, _ := os.Create(os.Getenv("M365_BENCH_PROFILE"))
+		pprof.WriteHeapProfile(f)
+		f.Close()
+	}
 	inc, _ := run(results)
 	fmt.Printf("bench.full=%.3f\nbench.incremental=%.3f\n", full.Seconds(), inc.Seconds())
+	fmt.Printf("bench.VmHWM=%s\n", vmHWM())
+}
+
+func vmHWM() string {
 	status, _ := os.ReadFile("/proc/self/status")
 	for _, l := range strings.Split(string(status), "\n") {
 		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
-			fmt.Printf("bench.VmHWM=%s\n", strings.TrimSpace(v))
+			return strings.TrimSpace(v)
 		}
 	}
+	return ""
+}
+
+// backupCommit is a backup and its commit, as the protected-object layer
+// runs it (without reading the manifest back).
+func backupCommit(ctx context.Context, st *blobstore.Store, tenant string, c *graph.Client, user string, prev []blobstore.Item) (*BackupResult, error) {
+	w, err := st.NewWriter(ctx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close()
+	res, err := BackupMailbox(ctx, c, user, w, prev, nil)
+	if err != nil {
+		return nil, err
+	}
+	_, err = w.Commit(ctx, blobstore.SnapshotSpec{ProtectedObjectID: "po_" + user}, func(yield func(blobstore.Item) error) error {
+		for _, it := range res.Items {
+			if err := yield(it); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return res, err
 }
 
 func prevOf(prev map[string][]*BackupResult, u string) []blobstoreItem {

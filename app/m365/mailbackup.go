@@ -24,23 +24,28 @@ var FetchWorkers = 4
 type mailMessage struct {
 	meta    MessageMeta
 	content *blobstore.Content // nil until stored or known
-	failed  bool               // could not be read: the previous version stays
-	gone    bool               // deleted since it was listed
+	// prev is the message's item in the previous snapshot; while no
+	// delta entry touched the message (dirty false) it is carried over
+	// as it is, without encoding its meta again.
+	prev   *blobstore.Item
+	dirty  bool
+	failed bool // could not be read: the previous version stays
+	gone   bool // deleted since it was listed
 }
 
 // prevMailbox is the previous snapshot indexed for an incremental.
 type prevMailbox struct {
 	folders map[string]FolderMeta              // by folder id
 	msgs    map[string]map[string]*mailMessage // folder id → graph id → message
-	byGraph map[string]blobstore.Item          // graph id → item, for content reuse
+	byGraph map[string]*mailMessage            // graph id → message, for content reuse
 	itemIDs map[string]struct{}                // message item ids
-	metas   map[string]MessageMeta             // graph id → meta
 }
 
 func indexPrevMailbox(prev []blobstore.Item) *prevMailbox {
 	p := &prevMailbox{folders: map[string]FolderMeta{}, msgs: map[string]map[string]*mailMessage{},
-		byGraph: map[string]blobstore.Item{}, itemIDs: map[string]struct{}{}, metas: map[string]MessageMeta{}}
-	for _, it := range prev {
+		byGraph: map[string]*mailMessage{}, itemIDs: map[string]struct{}{}}
+	for i := range prev {
+		it := &prev[i]
 		switch it.Kind {
 		case KindFolder:
 			var fm FolderMeta
@@ -53,15 +58,14 @@ func indexPrevMailbox(prev []blobstore.Item) *prevMailbox {
 				continue
 			}
 			p.itemIDs[it.ID] = struct{}{}
-			p.byGraph[mm.GraphID] = it
-			p.metas[mm.GraphID] = mm
 			m := p.msgs[mm.FolderID]
 			if m == nil {
 				m = map[string]*mailMessage{}
 				p.msgs[mm.FolderID] = m
 			}
-			c := it.Content
-			m[mm.GraphID] = &mailMessage{meta: mm, content: &c}
+			msg := &mailMessage{meta: mm, content: &it.Content, prev: it}
+			m[mm.GraphID] = msg
+			p.byGraph[mm.GraphID] = msg
 		}
 	}
 	return p
@@ -205,9 +209,8 @@ func (r *mailRun) syncFolder(f *mailFolderState) error {
 	var todo []*mailMessage
 	for id, m := range f.msgs {
 		m.meta.FolderID = f.folder.ID
-		if it, ok := r.prev.byGraph[id]; ok && r.prev.metas[id].ChangeKey == m.meta.ChangeKey {
-			c := it.Content
-			m.content = &c
+		if old, ok := r.prev.byGraph[id]; ok && old.meta.ChangeKey == m.meta.ChangeKey {
+			m.content = old.content
 			r.prog.addDone(1, 0)
 			continue
 		}
@@ -232,6 +235,7 @@ func (f *mailFolderState) apply(m graph.Message) {
 		cur = &mailMessage{meta: MessageMeta{GraphID: m.ID}}
 		f.msgs[m.ID] = cur
 	}
+	cur.dirty = true
 	mm := &cur.meta
 	if m.InternetMessageID != "" {
 		mm.InternetMessageID = m.InternetMessageID
@@ -382,17 +386,21 @@ func (r *mailRun) result(folders []*mailFolderState) *BackupResult {
 				if !ok || !m.failed {
 					continue
 				}
-				c = &old.Content
-				meta.ChangeKey = r.prev.metas[id].ChangeKey // fetched again next time
+				c = old.content
+				meta.ChangeKey = old.meta.ChangeKey // fetched again next time
 			}
 			itemID := MessageItemID(id)
 			if _, dup := seen[itemID]; dup { // moved while the folders were read
 				continue
 			}
 			seen[itemID] = struct{}{}
-			raw, _ := json.Marshal(meta)
-			s := sortable{it: blobstore.Item{ID: itemID, Kind: KindMessage, Path: f.path, Name: meta.Subject,
-				Content: *c, Meta: raw}}
+			var s sortable
+			if !m.dirty && m.prev != nil && m.prev.Path == f.path && m.prev.ID == itemID && c == m.content && !m.failed {
+				s.it = *m.prev
+			} else {
+				raw, _ := json.Marshal(meta)
+				s.it = blobstore.Item{ID: itemID, Kind: KindMessage, Path: f.path, Name: meta.Subject, Content: *c, Meta: raw}
+			}
 			if meta.ReceivedDateTime != nil {
 				s.received = *meta.ReceivedDateTime
 			}

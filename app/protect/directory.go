@@ -158,4 +158,3 @@ func (m *Manager) SetProtection(ctx context.Context, id string, protected bool) 
 	m.changed()
 	return out, nil
 }
-

@@ -70,7 +70,7 @@ type Config struct {
 	// every source's client (graph.max_concurrency).
 	GraphLimits *graph.Limits
 	Now         app.Clock
-	Logger  *slog.Logger
+	Logger      *slog.Logger
 	// VerifySamples is how many items a verify reads back (default 20;
 	// every item when the snapshot has fewer).
 	VerifySamples int

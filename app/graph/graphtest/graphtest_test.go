@@ -2,6 +2,7 @@ package graphtest
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -446,9 +447,58 @@ func TestDriveDeltaAndDownload(t *testing.T) {
 	}
 }
 
+// Vectors from rclone's tests of its QuickXorHash, which it checked
+// against OneDrive (github.com/rclone/rclone,
+// backend/onedrive/quickxorhash/quickxorhash_test.go): input and digest
+// base64-encoded.
+var quickXorVectors = []struct{ in, out string }{
+	{``, "AAAAAAAAAAAAAAAAAAAAAAAAAAA="},
+	{`Sg==`, "SgAAAAAAAAAAAAAAAQAAAAAAAAA="},
+	{`tbQ=`, "taAFAAAAAAAAAAAAAgAAAAAAAAA="},
+	{`0pZP`, "0rDEEwAAAAAAAAAAAwAAAAAAAAA="},
+	{`/aNzzCFPS/A=`, "/RjFHJgRgicsAR4ACAAAAAAAAAA="},
+	{`2fuxhBJXtpWFe8dOfdGeHw==`, "O9tHLAghgSvYohKFyMMxnNCHaHg="},
+	{`T6LYJIfDh81JrAK309H2JMJTXis=`, "zBTHrspn3mEcohlJdIUAbjGNaNg="},
+	{`NbYXsp5/K6mR+NmHwExjvWeWDJFnXTKWVlzYHoesp2E=`, "wjuAuWDiq04qDt1R8hHWDDcwVoQ="},
+	{`Mb7EGva2rEE5fENDL85P+BsapHEEjv2/siVhKjvAQe02feExVOQSkfmuYzU/kTF1MaKjPmKF/w+cbvwfdWL8aQ==`, "n1anP5NfvD4XDYWIeRPW3ZkPv1Y="},
+	{`w0LGhqU1WXFbdavqDE4kAjEzWLGGzmTNikzqnsiXHx2KRReKVTxkv27u3UcEz9+lbMvYl4xFf2Z4aE1xRBBNd1Ke5C0zToSaYw5o4B/7X99nKK2/XaUX1byLow2aju2XJl2OpKpJg+tSJ2fmjIJTkfuYUz574dFX6/VXxSxwGH/xQEAKS5TCsBK3CwnuG1p5SAsQq3gGVozDWyjEBcWDMdy8/AIFrj/y03Lfc/RNRCQTAfZbnf2QwV7sluw4fH3XJr07UoD0YqN+7XZzidtrwqMY26fpLZnyZjnBEt1FAZWO7RnKG5asg8xRk9YaDdedXdQSJAOy6bWEWlABj+tVAigBxavaluUH8LOj+yfCFldJjNLdi90fVHkUD/m4Mr5OtmupNMXPwuG3EQlqWUVpQoYpUYKLsk7a5Mvg6UFkiH596y5IbJEVCI1Kb3D1`, "e3+wo77iKcILiZegnzyUNcjCdoQ="},
+}
+
 func TestQuickXorHash(t *testing.T) {
-	h := newQuickXorHash()
-	if got := h.Sum(nil); !bytes.Equal(got, make([]byte, 20)) {
-		t.Fatalf("empty %x", got)
+	for _, v := range quickXorVectors {
+		in, err := base64.StdEncoding.DecodeString(v.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, block := range []int{1, 7, 161, len(in) + 1} {
+			h := newQuickXorHash()
+			for i := 0; i < len(in); i += block {
+				h.Write(in[i:min(i+block, len(in))])
+			}
+			if got := base64.StdEncoding.EncodeToString(h.Sum(nil)); got != v.out {
+				t.Errorf("%d bytes in blocks of %d: %s, want %s", len(in), block, got, v.out)
+			}
+		}
+	}
+}
+
+func TestDownloadURLExpires(t *testing.T) {
+	s, c := newFake(t, Options{DownloadURLLifetime: 50 * time.Millisecond})
+	uid := s.AddUser(User{UserPrincipalName: "a@x.test"})
+	id := s.AddFile(uid, "x.txt", []byte("x"))
+	did := c.mustGet("/users/"+uid+"/drive", nil)["id"].(string)
+	dl := c.mustGet("/drives/"+did+"/items/"+id, nil)["@microsoft.graph.downloadUrl"].(string)
+	time.Sleep(100 * time.Millisecond)
+	if r := c.do("GET", dl, map[string]string{"Authorization": ""}, nil); r.status != 401 {
+		t.Fatalf("expired URL: %d", r.status)
+	}
+	dl = c.mustGet("/drives/"+did+"/items/"+id, nil)["@microsoft.graph.downloadUrl"].(string)
+	if r := c.do("GET", dl, map[string]string{"Authorization": ""}, nil); r.status != 200 || string(r.body) != "x" {
+		t.Fatalf("fresh URL: %d", r.status)
+	}
+	// Folders page by Prefer: odata.maxpagesize as well.
+	p := c.mustGet("/users/"+uid+"/mailFolders", map[string]string{"Prefer": "odata.maxpagesize=2"})
+	if len(values(p)) != 2 || p["@odata.nextLink"] == nil {
+		t.Fatalf("folder paging %v", p)
 	}
 }

@@ -50,6 +50,13 @@ func folderJSON(mb *mailbox, f *folder) map[string]any {
 // that page with $skip (paging.md; default page size def).
 func (c *call) pageParams(def, max int) (top, skip int, bad *answer) {
 	top = def
+	// Outlook honours Prefer: odata.maxpagesize on collections too
+	// (paging.md); $top wins when both are given.
+	if m := maxPageSize.FindStringSubmatch(c.header.Get("Prefer")); m != nil {
+		if n, err := strconv.Atoi(m[1]); err == nil && n > 0 {
+			top = min(n, max)
+		}
+	}
 	if t := c.query.Get("$top"); t != "" {
 		n, err := strconv.Atoi(t)
 		if err != nil || n < 1 || n > max {
