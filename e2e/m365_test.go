@@ -232,6 +232,13 @@ func TestM365(t *testing.T) {
 		t.Fatalf("the Documents folder of the snapshot:\n%s", files)
 	}
 	b.shot("57-m365-drive-snapshot")
+	downloads := t.TempDir()
+	b.allowDownloads(downloads)
+	b.clickLabelled("Download plan.txt")
+	waitFor(t, "the downloaded file", 10*time.Second, func() bool {
+		got, _ := os.ReadFile(filepath.Join(downloads, "plan.txt"))
+		return bytes.Equal(got, planText)
+	})
 	b.clickLabelled("Select plan.txt")
 	restore("drive")
 	var restoredFiles []graphtest.StoredFile
@@ -245,6 +252,41 @@ func TestM365(t *testing.T) {
 	}
 	t.Logf("restored file at %q", restoredFiles[0].Path)
 
+	// Verify now on the mailbox, followed to its end.
+	b.open("/ui/objects/" + mailboxID)
+	b.waitText("Verify now")
+	b.click("Verify now")
+	b.click("Follow its progress")
+	b.waitText("Verify · ")
+	if state := finishedJob(b, 60*time.Second); state != "Succeeded" {
+		t.Fatalf("the verify ended %q:\n%s", state, b.text())
+	}
+
+	// Editing the tenant: a wrong new secret is refused with Microsoft's
+	// reason; the right one and autoProtect off are saved.
+	srcID := eval[string](b, `fetch('/api/v1/sources').then((r) => r.json()).then((d) => d.items.find((s) => s.kind === 'm365').id)`)
+	b.open("/ui/m365/" + srcID)
+	b.waitText("Protected automatically")
+	// Three mailboxes and three OneDrives (the shared mailbox has both).
+	b.waitTrue("the tenant's mailboxes and OneDrives", `document.querySelectorAll('table.objects tr[data-object]').length === 6`)
+	b.shot("58-m365-tenant")
+	b.click("Edit")
+	b.waitText("New client secret")
+	eval[bool](b, `(document.querySelector('dialog input[type=checkbox]').click(), true)`)
+	b.fill("New client secret", "another wrong secret")
+	b.click("Save changes")
+	value(b, "the new secret refused", chromedp.Poll[bool](`document.querySelector('dialog [data-testid=check-failed]')?.dataset.code === 'source_auth_failed'`,
+		chromedp.WithPollingTimeout(40*time.Second)))
+	if r := eval[string](b, `document.querySelector('dialog [data-testid=check-failed]').innerText`); !strings.Contains(r, "AADSTS") || !strings.Contains(r, "old one stays in use") {
+		t.Fatalf("the refused secret: %q", r)
+	}
+	b.fill("New client secret", secret)
+	b.click("Save changes")
+	b.waitText("Chosen in the Directory")
+	if auto := eval[bool](b, `fetch('/api/v1/sources').then((r) => r.json()).then((d) => d.items.find((s) => s.kind === 'm365').autoProtect)`); auto {
+		t.Fatal("autoProtect is still on after the edit")
+	}
+
 	// The billing summary: the tenant's counts now.
 	b.open("/ui/directory/billing")
 	b.waitTrue("the counts", `!!document.querySelector('[data-testid=billing-now] tr[data-tenant]')`)
@@ -254,7 +296,7 @@ func TestM365(t *testing.T) {
 	if count("users") != "2" || count("sharedMailboxes") != "1" || count("licensed") != "2" {
 		t.Fatalf("billing counts: users %s, shared %s, licensed %s\n%s", count("users"), count("sharedMailboxes"), count("licensed"), b.text())
 	}
-	b.shot("58-m365-billing")
+	b.shot("58-m365-billing-now")
 
 	t.Run("phone", func(t *testing.T) {
 		p := newBrowser(t, a.URL, 390, 844)
@@ -293,7 +335,7 @@ func TestM365(t *testing.T) {
 	}
 	b2.waitTrue("the chart's points", `document.querySelectorAll('[data-testid=billing-chart] circle').length === 3`)
 	b2.shot("60-m365-billing-daily")
-	downloads := t.TempDir()
+	downloads = t.TempDir()
 	b2.allowDownloads(downloads)
 	b2.click("Download CSV")
 	var csvText string
@@ -312,4 +354,15 @@ func TestM365(t *testing.T) {
 		!strings.Contains(csvText, today+",") || !strings.Contains(csvText, ",Acme Dental,2,1,0,0,2,") {
 		t.Fatalf("the CSV:\n%s", csvText)
 	}
+
+	// Deleting the tenant keeps the snapshots.
+	b2.open("/ui/m365/" + srcID)
+	b2.click("Delete")
+	b2.waitText("The snapshots are kept.")
+	b2.click("Delete tenant")
+	b2.waitText("No Microsoft 365 tenants yet")
+	b2.open("/ui/objects/" + mailboxID)
+	b2.waitText("Its Microsoft 365 tenant was deleted")
+	b2.waitTrue("the snapshot still listed", `document.querySelectorAll('table.snapshots tr[data-snapshot]').length >= 1`)
+	b2.shot("61-m365-deleted-tenant-mailbox")
 }

@@ -91,11 +91,11 @@ export function DirectoryPage({ ctx }) {
       </form>
       <${Loaded} state=${first} what="The directory" rows=${5}>${() => rows.length === 0
         ? html`<${Empty} title=${filtered ? 'No entry matches' : 'The directory is empty'}>${filtered ? 'Change the search or the filters.' : html`Add a <${Link} href="/ui/m365">Microsoft 365 tenant<//> or an <${Link} href="/ui/email">IMAP account<//>: its users appear here after the directory sync.`}<//>`
-        : html`<div class="table-wrap"><table class="directory"><thead><tr><th>Name</th><th>Kind</th>${showTenant && html`<th class="hide-narrow">Tenant</th>`}<th class="hide-narrow">Email</th><th>Licences</th><th class="hide-narrow">Account</th><th>Protected</th><th class="hide-narrow">Backups</th></tr></thead><tbody>
+        : html`<div class="table-wrap"><table class="directory"><thead><tr><th>Name</th><th class="hide-narrow">Kind</th>${showTenant && html`<th class="hide-narrow">Tenant</th>`}<th class="hide-narrow">Email</th><th>Licences</th><th class="hide-narrow">Account</th><th>Protected</th><th class="hide-narrow">Backups</th></tr></thead><tbody>
           ${rows.map((e) => html`<tr key=${e.id} data-entry=${e.id} data-email=${e.email}>
             <td><span class="name">${e.displayName}</span>${e.userPrincipalName && e.userPrincipalName !== e.email && html`<div class="small muted mono">${e.userPrincipalName}</div>`}
-              <div class="small muted show-narrow">${e.email}</div>${e.removedAt && html`<div><${Badge} tone="yellow">Removed <${Ago} at=${e.removedAt} /><//></div>`}</td>
-            <td>${directoryKinds[e.kind] || e.kind}</td>
+              <div class="small muted show-narrow">${directoryKinds[e.kind] || e.kind} · ${e.email}</div>${e.removedAt && html`<div><${Badge} tone="yellow">Removed <${Ago} at=${e.removedAt} /><//></div>`}</td>
+            <td class="hide-narrow">${directoryKinds[e.kind] || e.kind}</td>
             ${showTenant && html`<td class="small hide-narrow">${tenantName(e.tenantId)}</td>`}
             <td class="mono small hide-narrow">${e.email}</td>
             <td><${Licences} skus=${e.licenses} /></td>
