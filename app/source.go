@@ -106,10 +106,10 @@ type SourceView struct {
 	CreatedAt   Time    `json:"createdAt"`
 	Schedule    string  `json:"schedule" doc:"Cron expression (UTC) of the backups; empty means daily at 02:MM UTC, the minute spread per object."`
 
-	Host               string   `json:"host"`
-	Port               int      `json:"port"`
-	Security           string   `json:"security" enum:"none,starttls,tls"`
-	Username           string   `json:"username"`
+	Host               string   `json:"host,omitempty" doc:"imap only (absent for m365)."`
+	Port               int      `json:"port,omitempty" doc:"imap only (absent for m365)."`
+	Security           string   `json:"security,omitempty" enum:"none,starttls,tls" doc:"imap only (absent for m365)."`
+	Username           string   `json:"username,omitempty" doc:"imap only (absent for m365)."`
 	TrustFingerprint   *string  `json:"trustFingerprint" doc:"SHA-256 (hex) of the server certificate trusted instead of verifying the chain (self-signed lab servers); null when the chain is verified."`
 	ProtectedObjectIDs []string `json:"protectedObjectIds" doc:"The protected objects pulled from this source."`
 

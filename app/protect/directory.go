@@ -39,10 +39,10 @@ func (m *Manager) SyncKind() jobs.Kind {
 				return app.JobTarget{}, app.NotFound("source")
 			}
 			if src.Kind != app.SourceM365 {
-				return app.JobTarget{}, app.FieldError("id", "only Microsoft 365 sources have a directory to sync")
+				return app.JobTarget{}, app.FieldError("path.id", "only Microsoft 365 sources have a directory to sync")
 			}
 			if src.Disabled {
-				return app.JobTarget{}, app.FieldError("id", "the source is disabled: enable it first")
+				return app.JobTarget{}, app.FieldError("path.id", "the source is disabled: enable it first")
 			}
 			return app.JobTarget{Type: app.TargetSource, ID: src.ID, DisplayName: src.DisplayName}, nil
 		},
