@@ -68,7 +68,9 @@ function useLiveJob(id) {
     let poll = null;
     let closed = false;
     const load = () => api('GET', '/jobs/' + encodeURIComponent(id)).then((j) => {
-      setJob(j);
+      // A read sent before the stream's end may answer after it (a job of
+      // under a second): a finished job never goes back to running.
+      setJob((cur) => (cur && finished(cur.state) && !finished(j.state) ? cur : j));
       if (finished(j.state)) { clearInterval(poll); closed = true; setLive('done'); }
     }).catch((e) => { setError(e); clearInterval(poll); });
     load();
