@@ -52,6 +52,10 @@ type appliance struct {
 	DataDir    string
 	SetupToken string
 	stderr     *lockedBuffer
+	// stop ends the process (SIGTERM, then kill) and waits; the test's
+	// cleanup calls it too, so a test may stop an appliance early to start
+	// another on the same data directory.
+	stop func()
 }
 
 type lockedBuffer struct {
@@ -71,12 +75,18 @@ var (
 	addrRE  = regexp.MustCompile(`backstop serving.*addr=([0-9.]+:[0-9]+)`)
 )
 
-// startAppliance runs the binary with a fresh data directory and returns
-// once it serves; it is stopped (SIGTERM, then kill) when the test ends.
+// startAppliance runs the binary with a fresh data directory (or the one
+// env names with SERVICE_DATA_DIR, to restart on an earlier one) and
+// returns once it serves; it is stopped (SIGTERM, then kill) when the test ends.
 func startAppliance(t *testing.T, env ...string) *appliance {
 	t.Helper()
 	bin := binary(t)
 	a := &appliance{DataDir: t.TempDir(), stderr: &lockedBuffer{}}
+	for _, e := range env {
+		if dir, ok := strings.CutPrefix(e, "SERVICE_DATA_DIR="); ok {
+			a.DataDir = dir
+		}
+	}
 	cmd := exec.Command(bin, "serve")
 	cmd.Env = append(os.Environ(), "SERVICE_LISTEN=127.0.0.1:0", "SERVICE_DATA_DIR="+a.DataDir, "SERVICE_EDITION=provider",
 		"SERVICE_LOG_LEVEL=info")
@@ -103,7 +113,7 @@ func startAppliance(t *testing.T, env ...string) *appliance {
 			}
 		}
 	}()
-	t.Cleanup(func() {
+	a.stop = sync.OnceFunc(func() {
 		cmd.Process.Signal(os.Interrupt)
 		done := make(chan struct{})
 		go func() { cmd.Wait(); pw.Close(); close(done) }()
@@ -113,6 +123,9 @@ func startAppliance(t *testing.T, env ...string) *appliance {
 			cmd.Process.Kill()
 			<-done
 		}
+	})
+	t.Cleanup(func() {
+		a.stop()
 		if t.Failed() {
 			t.Logf("appliance log:\n%s", a.stderr.String())
 		}

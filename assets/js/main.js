@@ -12,6 +12,10 @@ import { EndpointsPage, EndpointPage } from './pages/endpoints.js';
 import { JobsPage, JobPage } from './pages/jobs.js';
 import { StoragePage } from './pages/storage.js';
 import { EmailAccountsPage, EmailAccountPage } from './pages/email.js';
+import { M365TenantsPage, M365TenantPage } from './pages/m365.js';
+import { ObjectPage } from './pages/m365object.js';
+import { DirectoryPage } from './pages/directory.js';
+import { BillingPage } from './pages/billing.js';
 import { KeysPage } from './pages/keys.js';
 import { WebhooksPage, WebhookPage } from './pages/webhooks.js';
 import { SettingsPage } from './pages/settings.js';
@@ -26,6 +30,11 @@ const routes = [
   ['/ui/endpoints/:id', EndpointPage],
   ['/ui/email', EmailAccountsPage, 'Email accounts', 'Overview'],
   ['/ui/email/:id', EmailAccountPage],
+  ['/ui/m365', M365TenantsPage, 'Microsoft 365', 'Overview'],
+  ['/ui/m365/:id', M365TenantPage],
+  ['/ui/objects/:id', ObjectPage],
+  ['/ui/directory', DirectoryPage, 'Directory', 'Overview'],
+  ['/ui/directory/billing', BillingPage],
   ['/ui/jobs', JobsPage, 'Jobs', 'Overview'],
   ['/ui/jobs/:id', JobPage],
   ['/ui/storage', StoragePage, 'Storage', 'Overview'],

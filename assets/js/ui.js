@@ -85,6 +85,7 @@ export const words = {
   interrupted: 'Interrupted', cancelled: 'Cancelled', pending: 'Pending', delivered: 'Delivered', gone: 'Gone (410)',
   mailbox_backup: 'Mailbox backup', drive_backup: 'Drive backup', imap_backup: 'IMAP backup', endpoint_backup: 'Machine backup',
   endpoint_restore: 'Machine restore', restore: 'Restore', verify: 'Verify', archive_verify: 'Archive verify',
+  directory_sync: 'Directory sync', mailbox: 'Mailbox', drive: 'OneDrive',
   schedule: 'Schedule', api: 'API', web: 'Web', retry: 'Retry', retention: 'Retention',
 };
 export const word = (v) => (v && words[v]) || (v ? String(v).replace(/_/g, ' ') : '—');

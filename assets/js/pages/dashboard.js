@@ -87,7 +87,7 @@ export function DashboardPage() {
       <${Card} label="Need a look" value=${s.endpoints.needingAttention + s.protectedObjects.needingAttention} sub="machines and protected objects" />
       <${Card} label="Jobs running" value=${s.jobs.running} sub=${`${s.jobs.queued} queued`} />
       <${Card} label="Last 24 hours" value=${s.jobs.succeeded24h} sub=${`succeeded · ${s.jobs.failed24h} failed`} />
-      <${Card} label="Protected objects" value=${s.protectedObjects.total} sub=${html`${s.protectedObjects.mailboxes} mailboxes · ${s.protectedObjects.drives} drives · <${Link} href="/ui/email">${s.protectedObjects.imap} IMAP<//>`} />
+      <${Card} label="Protected objects" value=${s.protectedObjects.total} sub=${html`<${Link} href="/ui/m365">${s.protectedObjects.mailboxes} mailboxes · ${s.protectedObjects.drives} drives<//> · <${Link} href="/ui/email">${s.protectedObjects.imap} IMAP<//>`} />
       <${Card} label="Last successful backup" value=${html`<span style=${{ fontSize: '15px' }}><${Ago} at=${s.endpoints.lastSuccessAt} /></span>`} sub=${s.verify ? html`Last verify: ${word(s.verify.state)}` : 'No verify run yet'} />
     </div>
     <${Attention} status=${s} />

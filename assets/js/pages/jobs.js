@@ -10,7 +10,8 @@ const finished = (s) => !['queued', 'running'].includes(s);
 
 /** The page of a job's target, when the interface has one. */
 const targetHref = (t) => (t.type === 'endpoint' ? '/ui/endpoints/' + encodeURIComponent(t.id)
-  : t.type === 'protected_object' ? '/ui/email/' + encodeURIComponent(t.id) : '');
+  : t.type === 'protected_object' ? '/ui/objects/' + encodeURIComponent(t.id)
+  : t.type === 'source' ? '/ui/m365/' + encodeURIComponent(t.id) : '');
 
 export function JobsPage() {
   const params = new URLSearchParams(location.search);
@@ -67,7 +68,9 @@ function useLiveJob(id) {
     let poll = null;
     let closed = false;
     const load = () => api('GET', '/jobs/' + encodeURIComponent(id)).then((j) => {
-      setJob(j);
+      // A read sent before the stream's end may answer after it (a job of
+      // under a second): a finished job never goes back to running.
+      setJob((cur) => (cur && finished(cur.state) && !finished(j.state) ? cur : j));
       if (finished(j.state)) { clearInterval(poll); closed = true; setLive('done'); }
     }).catch((e) => { setError(e); clearInterval(poll); });
     load();
