@@ -25,10 +25,14 @@ import (
 	"context"
 	"database/sql"
 	"io"
+	"log/slog"
+	"net/http"
+	"sync"
 	"time"
 
 	"backstop/app"
 	"backstop/app/archive/chain"
+	"backstop/app/blobstore"
 )
 
 // Id prefixes.
@@ -251,8 +255,8 @@ type SearchQuery struct {
 	Limit     int
 }
 
-// Store is the core's SQL (store/archive.go).
-type Store interface {
+// CoreStore is the log's SQL.
+type CoreStore interface {
 	// AppendArchiveRecords appends records to the tenant's log in one
 	// transaction: their rows, their tlog stored hashes, and whatever also
 	// writes in the same transaction (message, capture, hold or tombstone
@@ -267,8 +271,95 @@ type Store interface {
 	ArchiveRecords(ctx context.Context, tenantID string, from, to int64, fn func(index int64, text []byte) error) error
 }
 
-// Service is the archive. One per appliance.
-type Service struct{}
+// CoreStore is the core's SQL (store/archive.go): see Store.
+//
+// Store is everything the archive keeps in the catalogue; store.DB
+// implements it. Each part of the package declares its own part:
+// CoreStore here (records, hashes), IntakeStore (channels, messages,
+// captures, checkpoints, state), PolicyStore (holds, retention, purge,
+// search) and CaptureStore (pollers' cursors) in their files.
+type Store interface {
+	CoreStore
+	IntakeStore
+	PolicyStore
+	CaptureStore
+}
+
+// Config is what the Service works with.
+type Config struct {
+	Store   Store
+	Blobs   *blobstore.Store
+	DataDir string // spool: DataDir/archive/spool/<tenant>/
+	Signer  *chain.Signer
+	// Origin is a tenant's checkpoint origin: "<public host>/archive/<tenantId>".
+	Origin func(tenantID string) string
+	// TSAURL, when set, is the RFC 3161 time-stamp authority checkpoints
+	// are stamped by (archive.tsa_url).
+	TSAURL     string
+	HTTP       *http.Client
+	SMTPDomain string // archive.smtp_domain: channel addresses are <token>@SMTPDomain
+	MaxBytes   int64  // archive.smtp_max_bytes (default 200 MB)
+	// CheckpointEvery is the most time between a new record and a signed
+	// checkpoint covering it (default 60 s; tests use less).
+	CheckpointEvery time.Duration
+	// Capture reads IMAP and Microsoft 365 sources for polling channels.
+	Capture CaptureSources
+	Now     app.Clock
+	Logger  *slog.Logger
+}
+
+// Service is the archive. One per appliance. Its parts keep their state
+// in their own structs (intake, policy, capture), made by their init
+// functions.
+type Service struct {
+	cfg     Config
+	log     *slog.Logger
+	intake  *intake
+	policy  *policy
+	capture *capture
+}
+
+// New returns the archive service; Run starts its background work.
+func New(cfg Config) (*Service, error) {
+	if cfg.Now == nil {
+		cfg.Now = app.SystemClock
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.MaxBytes <= 0 {
+		cfg.MaxBytes = 200 << 20
+	}
+	if cfg.CheckpointEvery <= 0 {
+		cfg.CheckpointEvery = 60 * time.Second
+	}
+	s := &Service{cfg: cfg, log: cfg.Logger}
+	var err error
+	if s.intake, err = newIntake(s); err != nil {
+		return nil, err
+	}
+	if s.policy, err = newPolicy(s); err != nil {
+		return nil, err
+	}
+	if s.capture, err = newCapture(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Run runs the background work (the checkpointer, the spool mover, the
+// pollers) until ctx ends.
+func (s *Service) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, run := range []func(context.Context){s.intake.run, s.policy.run, s.capture.run} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			run(ctx)
+		}()
+	}
+	wg.Wait()
+}
 
 // Ingest stores one captured message for channel ch: the exact bytes of
 // r (the spool file fsynced), its message record (a new archive_messages
