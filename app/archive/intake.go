@@ -26,11 +26,10 @@ func (e *TooLarge) Error() string {
 	return fmt.Sprintf("message larger than the limit of %d bytes", e.Limit)
 }
 
-// Group commit: a tenant's pending captures are appended in one
-// transaction when batchMax are waiting or batchWait after the first.
+// Group commit: a tenant's pending captures (at most batchMax) are
+// appended in one transaction.
 const (
-	batchMax  = 256
-	batchWait = 2 * time.Millisecond
+	batchMax = 256
 	// parsePrefix bounds what Parse reads of a large message: the headers,
 	// the journal envelope and the first parts are at its start.
 	parsePrefix = 8 << 20
@@ -53,14 +52,13 @@ type intake struct {
 type tenantBatch struct {
 	queue   []*pendingCapture
 	running bool
-	full    chan struct{}
 }
 
 type pendingCapture struct {
 	cap      *Capture
 	sha      string
 	size     int64
-	dir      string // spool directory to fsync, "" when the file was not kept
+	dir      string // spool directory to sync before the commit ("" when no file was kept)
 	revive   bool
 	existing *StoredMessage
 	done     chan error
@@ -178,16 +176,10 @@ func (in *intake) enqueue(pc *pendingCapture) {
 	in.mu.Lock()
 	b := in.batches[tenant]
 	if b == nil {
-		b = &tenantBatch{full: make(chan struct{}, 1)}
+		b = &tenantBatch{}
 		in.batches[tenant] = b
 	}
 	b.queue = append(b.queue, pc)
-	if len(b.queue) >= batchMax {
-		select {
-		case b.full <- struct{}{}:
-		default:
-		}
-	}
 	if !b.running {
 		b.running = true
 		go in.commitLoop(tenant, b)
@@ -196,14 +188,15 @@ func (in *intake) enqueue(pc *pendingCapture) {
 }
 
 // commitLoop commits the tenant's queue in batches until it is empty.
+// It does not wait to gather a batch: what arrives while a batch commits
+// is the next batch (group commit without an added delay). Two stages
+// overlap: the next batch's spool directory sync runs while the current
+// batch's transaction commits; a batch's transaction starts only after
+// its directory sync, so a record never commits before its file's name
+// is durable.
 func (in *intake) commitLoop(tenant string, b *tenantBatch) {
+	var inflight chan struct{}
 	for {
-		t := time.NewTimer(batchWait)
-		select {
-		case <-t.C:
-		case <-b.full:
-			t.Stop()
-		}
 		in.mu.Lock()
 		q := b.queue
 		if len(q) > batchMax {
@@ -211,32 +204,59 @@ func (in *intake) commitLoop(tenant string, b *tenantBatch) {
 		}
 		b.queue = b.queue[len(q):]
 		if len(q) == 0 {
-			b.running = false
+			if inflight == nil {
+				b.running = false
+				in.mu.Unlock()
+				return
+			}
 			in.mu.Unlock()
-			return
+			<-inflight
+			inflight = nil
+			continue
 		}
 		in.mu.Unlock()
-		err := in.commit(tenant, q)
-		for _, pc := range q {
-			pc.done <- err
+		err := syncDirs(q)
+		if inflight != nil {
+			<-inflight
+			inflight = nil
 		}
+		if err != nil {
+			for _, pc := range q {
+				pc.done <- err
+			}
+			continue
+		}
+		done := make(chan struct{})
+		inflight = done
+		go func() {
+			defer close(done)
+			err := in.commit(tenant, q)
+			for _, pc := range q {
+				pc.done <- err
+			}
+		}()
 	}
 }
 
-// commit makes a batch durable: the spool directories' entries, then the
-// records and rows in one transaction.
-func (in *intake) commit(tenant string, q []*pendingCapture) error {
-	ctx := context.Background()
-	s := in.s
+// syncDirs makes the spool files' names of a batch durable.
+func syncDirs(q []*pendingCapture) error {
 	dirs := map[string]bool{}
 	for _, pc := range q {
 		if pc.dir != "" && !dirs[pc.dir] {
 			dirs[pc.dir] = true
 			if err := syncDir(pc.dir); err != nil {
-				return err
+				return fmt.Errorf("archive: syncing the spool: %w", err)
 			}
 		}
 	}
+	return nil
+}
+
+// commit appends a batch's records and writes its rows in one
+// transaction (the spool files are durable already).
+func (in *intake) commit(tenant string, q []*pendingCapture) error {
+	ctx := context.Background()
+	s := in.s
 	// Assign message ids: an existing row's, one of this batch's, or a new one.
 	// Records' times never go back: the batch's records carry its commit
 	// time (batches of a tenant commit one after the other).
