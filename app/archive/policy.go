@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -19,6 +20,9 @@ import (
 
 type policy struct {
 	s *Service
+	// mu orders hold creation and purge batches, so a purge never misses
+	// a hold placed while it ran.
+	mu sync.Mutex
 }
 
 func newPolicy(s *Service) (*policy, error) { return &policy{s: s}, nil }
@@ -210,6 +214,8 @@ func (s *Service) CreateHold(ctx context.Context, spec HoldSpec) (*Hold, error) 
 	if h.Custodians == nil {
 		h.Custodians = []string{}
 	}
+	s.policy.mu.Lock()
+	defer s.policy.mu.Unlock()
 	rec := &chain.Record{Type: chain.TypeHold, Tenant: h.TenantID, At: now, Reason: h.ID + " " + h.Name}
 	_, err := s.cfg.Store.AppendArchiveRecords(ctx, h.TenantID, []*chain.Record{rec}, func(tx *sql.Tx, first int64) error {
 		h.RecordIndex = first
