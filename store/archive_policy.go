@@ -166,9 +166,9 @@ func addressList(s string) []string {
 	return strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == ',' })
 }
 
-// ArchiveMessage returns one of the tenant's messages (tenantID "": any
+// ArchiveMessageRow returns one of the tenant's messages (tenantID "": any
 // tenant's), purged or not.
-func (db *DB) ArchiveMessage(ctx context.Context, tenantID, id string) (*archive.MessageRow, error) {
+func (db *DB) ArchiveMessageRow(ctx context.Context, tenantID, id string) (*archive.MessageRow, error) {
 	r, err := scanMessageRow(db.read.QueryRowContext(ctx, "SELECT "+messageColumns+
 		" FROM archive_messages m WHERE m.id = ? AND (? = '' OR m.tenant_id = ?)", id, tenantID, tenantID))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -384,23 +384,6 @@ func (db *DB) ArchiveCheckpointAtMost(ctx context.Context, tenantID string, size
 	} else if err != nil {
 		return nil, err
 	}
-	c.At = msTime(at)
+	c.TenantID, c.At = tenantID, msTime(at)
 	return &c, nil
-}
-
-// ArchiveVerification returns the tenant's chain state and its last
-// verification ("never" and nil when it was never verified).
-func (db *DB) ArchiveVerification(ctx context.Context, tenantID string) (state string, at *time.Time, jobID string, err error) {
-	var last sql.NullInt64
-	err = db.read.QueryRowContext(ctx, `SELECT chain_state, last_verified_at, last_verify_job FROM archive_state
-		WHERE tenant_id = ?`, tenantID).Scan(&state, &last, &jobID)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "never", nil, "", nil
-	} else if err != nil {
-		return "", nil, "", err
-	}
-	if !last.Valid {
-		return "never", nil, jobID, nil
-	}
-	return state, fromMs(last), jobID, nil
 }

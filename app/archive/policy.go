@@ -38,14 +38,6 @@ type MessageRow struct {
 	Spooled bool
 }
 
-// StoredCheckpoint is a signed checkpoint as stored.
-type StoredCheckpoint struct {
-	Size int64
-	Note string
-	At   time.Time
-	TSR  []byte
-}
-
 // PolicyStore is the policy part's SQL (store/archive_policy.go).
 type PolicyStore interface {
 	ArchiveRetention(ctx context.Context, tenantID string) (Retention, bool, error)
@@ -56,7 +48,7 @@ type PolicyStore interface {
 	ReleaseArchiveHoldTx(ctx context.Context, tx *sql.Tx, h *Hold) error
 	ArchiveHold(ctx context.Context, tenantID, id string) (*Hold, error)
 	ArchiveHolds(ctx context.Context, tenantID, beforeID string, limit int) ([]*Hold, error)
-	ArchiveMessage(ctx context.Context, tenantID, id string) (*MessageRow, error)
+	ArchiveMessageRow(ctx context.Context, tenantID, id string) (*MessageRow, error)
 	ArchiveRetentionCandidates(ctx context.Context, tenantID string, capturedBy time.Time, afterRow int64, limit int) ([]*MessageRow, error)
 	ArchiveFTSMatches(ctx context.Context, expr string, rows []int64) (map[int64]bool, error)
 	// MarkArchivePurgedTx runs inside the tombstones' transaction.
@@ -66,7 +58,6 @@ type PolicyStore interface {
 	ArchiveRecordSpan(ctx context.Context, tenantID string, from, to time.Time, size int64) (first, last int64, ok bool, err error)
 	ArchiveRecordRows(ctx context.Context, tenantID string, from, to int64, fn func(index int64, typ string, at time.Time, text []byte) error) error
 	ArchiveCheckpointAtMost(ctx context.Context, tenantID string, size int64) (*StoredCheckpoint, error)
-	ArchiveVerification(ctx context.Context, tenantID string) (state string, at *time.Time, jobID string, err error)
 }
 
 // ---- Retention rules ----

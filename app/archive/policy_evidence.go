@@ -77,11 +77,14 @@ func (s *Service) evidence(ctx context.Context, tenantID string, from, to time.T
 	} else if app.ErrorCode(err) != app.ENOTFOUND {
 		return nil, err
 	}
-	state, at, jobID, err := st.ArchiveVerification(ctx, tenantID)
+	cs, err := st.ArchiveState(ctx, tenantID)
 	if err != nil {
 		return nil, err
 	}
-	e.Verification = chain.Verification{State: state, CheckedAt: at, JobID: jobID}
+	e.Verification = chain.Verification{State: cs.State, CheckedAt: cs.LastVerifiedAt, JobID: cs.LastVerifyJob}
+	if cs.LastVerifiedAt == nil {
+		e.Verification.State = "never"
+	}
 	holds, err := st.ArchiveHolds(ctx, tenantID, "", 0)
 	if err != nil {
 		return nil, err

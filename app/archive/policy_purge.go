@@ -136,10 +136,6 @@ func (s *Service) purgeBatch(ctx context.Context, tenantID string, expired []*Me
 	return purged, held, nil
 }
 
-func (s *Service) spoolDir(tenantID string) string {
-	return filepath.Join(s.cfg.DataDir, "archive", "spool", tenantID)
-}
-
 func (s *Service) removeSpool(tenantID, sha string) error {
 	err := os.Remove(filepath.Join(s.spoolDir(tenantID), sha))
 	if errors.Is(err, fs.ErrNotExist) {

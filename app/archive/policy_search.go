@@ -71,7 +71,7 @@ func (r *MessageRow) view(held bool) MessageView {
 // MessageView returns one message (tenantID "": any tenant's), purged ones
 // too, with held computed.
 func (s *Service) MessageView(ctx context.Context, tenantID, id string) (*MessageView, error) {
-	r, err := s.cfg.Store.ArchiveMessage(ctx, tenantID, id)
+	r, err := s.cfg.Store.ArchiveMessageRow(ctx, tenantID, id)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +84,7 @@ func (s *Service) MessageView(ctx context.Context, tenantID, id string) (*Messag
 
 // Content opens a message's exact bytes: gone (EGONE) once purged.
 func (s *Service) Content(ctx context.Context, tenantID, id string) (*Message, io.ReadCloser, error) {
-	r, err := s.cfg.Store.ArchiveMessage(ctx, tenantID, id)
+	r, err := s.cfg.Store.ArchiveMessageRow(ctx, tenantID, id)
 	if err != nil {
 		return nil, nil, err
 	}
