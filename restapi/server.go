@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"backstop/app"
+	"backstop/app/archive"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humahttprouter"
@@ -90,6 +91,9 @@ type Services struct {
 	// objects only.
 	Protection        app.DirectoryProtector
 	ProtectionChanged func()
+
+	// Archive serves /archive (CONTRACT §14); nil answers 501.
+	Archive *archive.Service
 }
 
 // Options are the server's settings, fixed at start-up.
@@ -253,8 +257,9 @@ func (s *Server) routes() {
 	op(s, http.MethodGet, "settings.get", "/api/v1/settings", accessSession, "", "Read settings", s.getSettings)
 	op(s, http.MethodPatch, "settings.update", "/api/v1/settings", accessSession, "", "Change settings", s.updateSettings)
 	op(s, http.MethodGet, "audit.list", "/api/v1/audit", accessSession, "", "The audit log, newest first", s.listAudit)
-	s.sourceRoutes()    // GET, POST /sources; PATCH, DELETE /sources/{id}
-	s.retentionRoutes() // GET, PUT /retention; GET, PUT /endpoints/{id}/retention; POST /retention/run
+	s.sourceRoutes()        // GET, POST /sources; PATCH, DELETE /sources/{id}
+	s.retentionRoutes()     // GET, PUT /retention; GET, PUT /endpoints/{id}/retention; POST /retention/run
+	s.archivePolicyRoutes() // /archive/retention, /archive/holds, /archive/messages, /archive/exports, /archive/evidence
 }
 
 const apiDescription = `The Backstop integration API for RMM, PSA and ticketing tools.
