@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -296,6 +297,17 @@ func (db *DB) SearchArchiveMessages(ctx context.Context, q archive.SearchQuery, 
 		args = append(args, q.TenantID)
 	}
 	where = append(where, "m.purged_at IS NULL")
+	if fts != "" && q.TenantID != "" && (q.From != nil || q.To != nil) {
+		// The period's rows are a contiguous run of the time index: their
+		// rowid bounds let the text index skip to them instead of walking
+		// every newer match.
+		lo, hi, err := db.archiveRowBounds(ctx, q.TenantID, q.From, q.To)
+		if err != nil {
+			return nil, "", err
+		}
+		where = append(where, "f.rowid >= ? AND f.rowid <= ?")
+		args = append(args, lo, hi)
+	}
 	if q.From != nil {
 		where = append(where, "m.captured_at >= ?")
 		args = append(args, q.From.UnixMilli())
@@ -342,6 +354,26 @@ func (db *DB) SearchArchiveMessages(ctx context.Context, q archive.SearchQuery, 
 		next = "c" + strconv.FormatInt(last.CapturedAt.UnixMilli(), 10) + "." + strconv.FormatInt(last.RowID, 10)
 	}
 	return rows, next, nil
+}
+
+// archiveRowBounds returns the least and greatest rowid of the tenant's
+// messages captured in [from, to] (either open), read from the time
+// index alone; (1, 0) when there is none.
+func (db *DB) archiveRowBounds(ctx context.Context, tenantID string, from, to *time.Time) (lo, hi int64, err error) {
+	f, t := int64(math.MinInt64), int64(math.MaxInt64)
+	if from != nil {
+		f = from.UnixMilli()
+	}
+	if to != nil {
+		t = to.UnixMilli()
+	}
+	var l, h sql.NullInt64
+	err = db.read.QueryRowContext(ctx, `SELECT min(rowid), max(rowid) FROM archive_messages INDEXED BY archive_messages_tenant_time
+		WHERE tenant_id = ? AND captured_at >= ? AND captured_at <= ?`, tenantID, f, t).Scan(&l, &h)
+	if err != nil || !l.Valid {
+		return 1, 0, err
+	}
+	return l.Int64, h.Int64, nil
 }
 
 func parseSearchCursor(c string) (at, row int64, err error) {

@@ -215,6 +215,7 @@ func (s *Service) CreateHold(ctx context.Context, spec HoldSpec) (*Hold, error) 
 	if err != nil {
 		return nil, err
 	}
+	s.appended(h.TenantID)
 	s.log.Info("legal hold placed", "tenant_id", h.TenantID, "hold_id", h.ID, "record_index", h.RecordIndex)
 	return h, nil
 }
@@ -243,8 +244,25 @@ func (s *Service) ReleaseHold(ctx context.Context, tenantID, id, reason, by stri
 	if err != nil {
 		return nil, err
 	}
+	s.appended(h.TenantID)
 	s.log.Info("legal hold released", "tenant_id", h.TenantID, "hold_id", h.ID, "record_index", *h.ReleaseRecordIndex)
 	return h, nil
+}
+
+// appended tells the intake's checkpointer that the tenant has records
+// past its checkpoint (a hold, release or tombstone), so one is signed
+// within CheckpointEvery as for captures.
+func (s *Service) appended(tenantID string) {
+	in := s.intake
+	in.mu.Lock()
+	if _, ok := in.due[tenantID]; !ok {
+		in.due[tenantID] = s.cfg.Now()
+	}
+	in.mu.Unlock()
+	select {
+	case in.wake <- struct{}{}:
+	default:
+	}
 }
 
 // Hold returns one hold (tenantID "": any tenant's).
