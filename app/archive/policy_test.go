@@ -372,3 +372,60 @@ func TestExportZip(t *testing.T) {
 		t.Fatalf("verify-evidence matched %d files: %+v", vr.MessagesFiles, vr)
 	}
 }
+
+// TestEvidenceLarge builds the evidence report of 100,000 message records
+// (BACKSTOP_BENCH_ARCHIVE=1; 5,000 otherwise) and its PDF, and reports
+// how long each took.
+func TestEvidenceLarge(t *testing.T) {
+	n := 5_000
+	if os.Getenv("BACKSTOP_BENCH_ARCHIVE") != "" {
+		n = 100_000
+	}
+	f := newFixture(t, opts{every: 20 * time.Millisecond})
+	ctx := context.Background()
+	ch := f.channel()
+	// Records straight through the core's append (the intake's path without
+	// the spool): what the report reads is the records and their hashes.
+	began := time.Now()
+	at := time.Now().UTC().Truncate(time.Millisecond)
+	for done := 0; done < n; done += 1000 {
+		var recs []*chain.Record
+		for i := done; i < min(done+1000, n); i++ {
+			recs = append(recs, &chain.Record{Type: chain.TypeMessage, Tenant: f.tenant, Message: fmt.Sprintf("am_%026d", i),
+				SHA256: fmt.Sprintf("%064x", i), Size: 1000 + int64(i%5000), Channel: ch.ID, At: at})
+		}
+		if _, err := f.db.AppendArchiveRecords(ctx, f.tenant, recs, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.ingest(ch, mail("a@example.com", "b@example.com", "last", "one real message wakes the checkpointer"))
+	f.checkpointed()
+	t.Logf("appended %d records in %s", n+1, time.Since(began).Round(time.Millisecond))
+
+	began = time.Now()
+	ev, err := f.svc.Evidence(ctx, f.tenant, at.Add(-time.Minute), time.Now().Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jsonTook := time.Since(began)
+	var e chain.Evidence
+	if err := json.Unmarshal(ev, &e); err != nil {
+		t.Fatal(err)
+	}
+	if e.Counts.Messages != int64(n+1) || len(e.Records) != n+1 {
+		t.Fatalf("evidence counts %+v, %d records", e.Counts, len(e.Records))
+	}
+	began = time.Now()
+	if _, err := chain.VerifyEvidence(ev, f.signer.VerifierKey(), ""); err != nil {
+		t.Fatal(err)
+	}
+	verifyTook := time.Since(began)
+	began = time.Now()
+	pdf, pdfErr := archive.EvidencePDF(ev)
+	pdfTook := time.Since(began)
+	t.Logf("evidence of %d records: JSON %s (%d bytes), offline verify %s, PDF %s (%d bytes, err %v)",
+		n+1, jsonTook.Round(time.Millisecond), len(ev), verifyTook.Round(time.Millisecond), pdfTook.Round(time.Millisecond), len(pdf), pdfErr)
+	if n == 100_000 && jsonTook > 10*time.Second {
+		t.Errorf("evidence JSON took %s, over 10 s", jsonTook)
+	}
+}
