@@ -60,13 +60,6 @@ func (s *Server) archivePolicyRoutes() {
 	binary("/api/v1/archive/exports", http.MethodPost, "application/zip")
 }
 
-func (s *Server) archiveService() (*archive.Service, error) {
-	if s.Archive == nil {
-		return nil, app.Errorf(app.ENOTIMPLEMENTED, "the archive is not available on this appliance")
-	}
-	return s.Archive, nil
-}
-
 // archiveReadTenant is the tenant of an archive:read request: the key's or
 // the session's tenant, or the one a provider names (X-Service-Tenant or
 // ?tenantId). need: "" is not an answer (a provider must name one).
@@ -93,10 +86,6 @@ func (s *Server) archiveReadTenant(ctx context.Context, named string, need bool)
 	}
 	actedFor(ctx, named)
 	return named, nil
-}
-
-type archiveTenantInput struct {
-	TenantID string `query:"tenantId" maxLength:"64" doc:"The tenant; a tenant administrator may omit it (their own)."`
 }
 
 type archiveRetentionBody struct {

@@ -92,7 +92,8 @@ type Services struct {
 	Protection        app.DirectoryProtector
 	ProtectionChanged func()
 
-	// Archive serves /archive (CONTRACT §14); nil answers 501.
+	// Archive serves /archive (CONTRACT §14) and the status's archive
+	// object; nil answers 501 (the status: an empty archive).
 	Archive *archive.Service
 }
 
@@ -236,6 +237,10 @@ func (s *Server) routes() {
 	// Jobs (jobs:read), starting work (restore:write, verify:write), failure codes.
 	s.jobRoutes()
 	s.eventRoutes() // GET /api/v1/events (jobs:read)
+
+	// The email archive: status, channels, chain and proofs (archive:read;
+	// channels are created and deleted in a web session).
+	s.archiveRoutes()
 
 	// Web session and first-run setup.
 	op(s, http.MethodPost, "session.create", "/api/v1/session", accessPublic, "", "Sign in (web interface)", s.createSession)

@@ -64,7 +64,7 @@ func (pr *parser) message(raw []byte, depth int, top bool) {
 	}
 	h := mail.Header{Header: e.Header}
 	journal := top && e.Header.Has("X-MS-Journal-Report")
-	if !journal || pr.p.Subject == "" {
+	if !journal { // a report's own headers are the journaling agent's
 		pr.headers(h)
 	}
 	if journal {
