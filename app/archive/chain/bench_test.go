@@ -72,11 +72,12 @@ func BenchmarkBuildEvidence100k(b *testing.B) {
 	prev := l.checkpoint(b, s, 20_000)
 	for b.Loop() {
 		start := time.Now()
-		e := &Evidence{Schema: EvidenceSchema, TenantID: testTenant, From: t0, To: t0.Add(1e6 * time.Minute),
+		e := &Evidence{Schema: EvidenceSchema, TenantID: testTenant, From: l.at(b, 25_000), To: l.at(b, 124_999),
 			GeneratedAt: t0, Origin: origin(), VerifierKey: s.VerifierKey(), Checkpoint: cp, PreviousCheckpoint: prev}
 		for i := int64(25_000); i < 125_000; i++ {
 			e.Records = append(e.Records, EvidenceRecord{Index: i, Record: string(l.texts[i])})
 		}
+		e.Before, e.After = l.edges(24_999, 125_000, l.size())
 		if err := BuildEvidence(e, l.size(), 20_000, l.reader()); err != nil {
 			b.Fatal(err)
 		}

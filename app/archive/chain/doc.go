@@ -24,15 +24,17 @@
 //
 // A report holds the period's records as one contiguous range of leaves
 // [firstIndex, lastIndex] of the tree of size N its checkpoint signs, each
-// with its full text, and one rangeProof: the hashes of the maximal
+// with its full text, the records just outside the period ("before" at
+// firstIndex-1, "after" at lastIndex+1), and one rangeProof over the whole
+// span [lo, hi] from before to after: the hashes of the maximal
 // complete subtrees of the tree outside the range, in this order:
 //
-//  1. left of the range, the subtrees covering leaves [0, firstIndex):
-//     from leaf 0, each time the largest subtree of 2^k leaves that
-//     starts at a multiple of 2^k and ends at or before firstIndex (the
-//     binary digits of firstIndex, largest first);
-//  2. right of the range, the subtrees covering [lastIndex+1, N): from
-//     leaf lastIndex+1, each time the largest subtree of 2^k leaves that
+//  1. left of the span, the subtrees covering leaves [0, lo): from leaf
+//     0, each time the largest subtree of 2^k leaves that starts at a
+//     multiple of 2^k and ends at or before lo (the binary digits of lo,
+//     largest first);
+//  2. right of the span, the subtrees covering [hi+1, N): from leaf
+//     hi+1, each time the largest subtree of 2^k leaves that
 //     starts at a multiple of 2^k and ends at or before N.
 //
 // Each is the RFC 6962 hash of its leaves (tlog's stored hash at level k).
@@ -53,7 +55,11 @@
 // to the checkpoint's (RFC 6962 consistency proof), empty when there is
 // no previous checkpoint or it has the same size.
 //
-// What a report does not prove: that the records just outside the range
-// fall outside the period. An auditor who needs completeness at the
-// period's edges asks for a report of a wider period.
+// Completeness. Record times never decrease with the index (the
+// appliance appends in time order, and its verify job checks it), so the
+// period's records are one contiguous range, and the two records around
+// it prove that none was left out: before.at < from and after.at > to,
+// both proven in the same span. They are absent only at the log's start
+// (firstIndex is 0) or at the checkpoint's end (lastIndex is N-1); a
+// period with no record carries the two adjacent records around it.
 package chain

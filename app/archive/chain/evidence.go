@@ -30,9 +30,17 @@ type Evidence struct {
 	Counts             EvidenceCounts `json:"counts"`
 	// Records are the period's records, contiguous from FirstIndex to
 	// LastIndex, in index order.
-	Records      []EvidenceRecord `json:"records"`
-	Verification Verification     `json:"verification"`
-	Holds        []EvidenceHold   `json:"holds"`
+	Records []EvidenceRecord `json:"records"`
+	// Before and After are the records just outside the period (index
+	// firstIndex-1 and lastIndex+1; with no record in the period, the two
+	// adjacent records around it), proven in the same range proof as the
+	// period's records: before.at < from and after.at > to show that no
+	// record of the period was left out at either edge. Absent only at the
+	// start of the log (before) or at the checkpoint's end (after).
+	Before       *EvidenceRecord `json:"before,omitempty"`
+	After        *EvidenceRecord `json:"after,omitempty"`
+	Verification Verification    `json:"verification"`
+	Holds        []EvidenceHold  `json:"holds"`
 }
 
 // EvidenceCounts counts the period's records.
@@ -230,33 +238,46 @@ func BuildEvidence(e *Evidence, n, m int64, hr HashReader) error {
 	if e.Holds == nil {
 		e.Holds = []EvidenceHold{}
 	}
-	if len(e.Records) == 0 {
-		e.FirstIndex, e.LastIndex = -1, -1
+	e.FirstIndex, e.LastIndex = -1, -1
+	if len(e.Records) > 0 {
+		e.FirstIndex = e.Records[0].Index
+		e.LastIndex = e.FirstIndex + int64(len(e.Records)) - 1
+	}
+	for i := range e.Records {
+		if want := e.FirstIndex + int64(i); e.Records[i].Index != want {
+			return fmt.Errorf("evidence: record %d where %d belongs (records must be contiguous)", e.Records[i].Index, want)
+		}
+	}
+	if err := checkBoundaries(e, n); err != nil {
+		return fmt.Errorf("evidence: %w", err)
+	}
+	span := e.span()
+	if len(span) == 0 {
+		if n != 0 {
+			return errors.New("evidence: an empty period of a non-empty log needs the records around it")
+		}
 		return nil
 	}
-	e.FirstIndex = e.Records[0].Index
-	e.LastIndex = e.FirstIndex + int64(len(e.Records)) - 1
-	if e.LastIndex >= n {
-		return fmt.Errorf("evidence: record %d beyond the checkpoint's size %d", e.LastIndex, n)
+	lo, hi := span[0].Index, span[len(span)-1].Index
+	if hi >= n {
+		return fmt.Errorf("evidence: record %d beyond the checkpoint's size %d", hi, n)
 	}
-	if e.RangeProof, err = ProveRange(e.FirstIndex, e.LastIndex, n, hr); err != nil {
+	if e.RangeProof, err = ProveRange(lo, hi, n, hr); err != nil {
 		return err
 	}
-	rr, err := newRangeRoot(e.FirstIndex, e.LastIndex, n, e.RangeProof)
+	rr, err := newRangeRoot(lo, hi, n, e.RangeProof)
 	if err != nil {
 		return err
 	}
-	for i := range e.Records {
-		er := &e.Records[i]
-		if er.Index != e.FirstIndex+int64(i) {
-			return fmt.Errorf("evidence: record %d where %d belongs (records must be contiguous)", er.Index, e.FirstIndex+int64(i))
-		}
+	for _, er := range span {
 		r, err := ParseRecord([]byte(er.Record))
 		if err != nil {
 			return fmt.Errorf("evidence: record %d: %w", er.Index, err)
 		}
 		er.Type, er.SHA256, er.At = r.Type, r.SHA256, r.At
-		e.Counts.add(r)
+		if er != e.Before && er != e.After {
+			e.Counts.add(r)
+		}
 		rr.leaf(LeafHash([]byte(er.Record)))
 	}
 	root, err := rr.root()
@@ -264,7 +285,46 @@ func BuildEvidence(e *Evidence, n, m int64, hr HashReader) error {
 		return err
 	}
 	if root != c.Root {
-		return fmt.Errorf("evidence: records [%d, %d] do not hash to the checkpoint's root", e.FirstIndex, e.LastIndex)
+		return fmt.Errorf("evidence: records [%d, %d] do not hash to the checkpoint's root", lo, hi)
+	}
+	return nil
+}
+
+// span is the records the range proof covers, in index order: before, the
+// period's records, after.
+func (e *Evidence) span() []*EvidenceRecord {
+	out := make([]*EvidenceRecord, 0, len(e.Records)+2)
+	if e.Before != nil {
+		out = append(out, e.Before)
+	}
+	for i := range e.Records {
+		out = append(out, &e.Records[i])
+	}
+	if e.After != nil {
+		out = append(out, e.After)
+	}
+	return out
+}
+
+// checkBoundaries checks that before and after sit right outside the
+// period's records in a log of n records, and are absent only at the log's
+// edges.
+func checkBoundaries(e *Evidence, n int64) error {
+	switch {
+	case len(e.Records) > 0 && e.Before == nil && e.FirstIndex != 0:
+		return fmt.Errorf("the period starts at record %d but the record before it is missing", e.FirstIndex)
+	case len(e.Records) > 0 && e.Before != nil && e.Before.Index != e.FirstIndex-1:
+		return fmt.Errorf("before is record %d, want %d", e.Before.Index, e.FirstIndex-1)
+	case len(e.Records) > 0 && e.After == nil && e.LastIndex != n-1:
+		return fmt.Errorf("the period ends at record %d of %d but the record after it is missing", e.LastIndex, n)
+	case len(e.Records) > 0 && e.After != nil && e.After.Index != e.LastIndex+1:
+		return fmt.Errorf("after is record %d, want %d", e.After.Index, e.LastIndex+1)
+	case len(e.Records) == 0 && e.Before != nil && e.After != nil && e.After.Index != e.Before.Index+1:
+		return fmt.Errorf("an empty period between records %d and %d, which are not adjacent", e.Before.Index, e.After.Index)
+	case len(e.Records) == 0 && e.Before == nil && e.After != nil && e.After.Index != 0:
+		return fmt.Errorf("an empty period before record %d, but the record before it is missing", e.After.Index)
+	case len(e.Records) == 0 && e.After == nil && e.Before != nil && e.Before.Index != n-1:
+		return fmt.Errorf("an empty period after record %d of %d, but the record after it is missing", e.Before.Index, n)
 	}
 	return nil
 }

@@ -145,9 +145,11 @@ func TestVerifyEvidenceDetectsTampering(t *testing.T) {
 		e.LastIndex--
 		e.Counts.Messages--
 		e.Counts.Bytes -= messageRecord(17).Size
+		verifyFails(t, e, s.VerifierKey(), "", "completeness: after is record 41, want 40")
+		e.After.Index = 40 // the forger renumbers the record after the period too
 		verifyFails(t, e, s.VerifierKey(), "", "range proof")
 		// With the proof of a range one shorter: the root differs.
-		e.RangeProof, _ = ProveRange(10, 39, 50, l.reader())
+		e.RangeProof, _ = ProveRange(9, 40, 50, l.reader())
 		verifyFails(t, e, s.VerifierKey(), "", "do not hash to the checkpoint's root")
 	})
 	t.Run("reordered records", func(t *testing.T) {
@@ -208,9 +210,10 @@ func TestVerifyEvidenceDetectsABackdatedInsertion(t *testing.T) {
 	e := forged.report(t, s, 10, 41, 51, 30)
 	e.Checkpoint = genuine.Checkpoint
 	e.RangeProof = genuine.RangeProof // the forger cannot make any proof fit
-	verifyFails(t, e, s.VerifierKey(), "", "range proof has")
+	verifyFails(t, e, s.VerifierKey(), "", "range proof")
 	e.LastIndex, e.Records = 40, append(e.Records[:30:30], e.Records[31])
 	e.Records[30].Index = 40
+	e.After = genuine.After
 	verifyFails(t, e, s.VerifierKey(), "", "do not hash to the checkpoint's root")
 
 	// A re-signed forged checkpoint verifies on its own …
@@ -227,11 +230,34 @@ func TestVerifyEvidenceDetectsABackdatedInsertion(t *testing.T) {
 	}
 }
 
+func TestVerifyEvidenceDetectsARecordLeftOutAtTheEdges(t *testing.T) {
+	s := testSigner(t)
+	l := newMessageLog(50)
+	// The server leaves the period's first and last records out, passing
+	// them off as the records around it: their times give it away.
+	e := l.report(t, s, 11, 39, 50, 0)
+	e.From, e.To = l.at(t, 10), l.at(t, 40)
+	verifyFails(t, e, s.VerifierKey(), "", "in the period but was left out of it")
+	// Or leaves the record before out altogether.
+	e = l.report(t, s, 10, 40, 50, 0)
+	e.Before = nil
+	verifyFails(t, e, s.VerifierKey(), "", "the record before it is missing")
+	e = l.report(t, s, 10, 40, 50, 0)
+	e.After = nil
+	verifyFails(t, e, s.VerifierKey(), "", "the record after it is missing")
+}
+
 func TestBuildEvidenceWithoutRecords(t *testing.T) {
 	s := testSigner(t)
 	l := newMessageLog(5)
-	e := &Evidence{Schema: EvidenceSchema, TenantID: testTenant, From: t0, To: t0, Origin: origin(),
-		VerifierKey: s.VerifierKey(), Checkpoint: l.checkpoint(t, s, 5)}
+	// A period between records 1 and 2 holds none: the two records around
+	// it prove it.
+	e := &Evidence{Schema: EvidenceSchema, TenantID: testTenant, From: t0.Add(90 * time.Second), To: t0.Add(100 * time.Second),
+		Origin: origin(), VerifierKey: s.VerifierKey(), Checkpoint: l.checkpoint(t, s, 5)}
+	if err := BuildEvidence(e, 5, 0, l.reader()); err == nil {
+		t.Fatal("an empty period without the records around it was built")
+	}
+	e.Before, e.After = l.edges(1, 2, 5)
 	if err := BuildEvidence(e, 5, 0, l.reader()); err != nil {
 		t.Fatal(err)
 	}

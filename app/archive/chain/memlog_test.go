@@ -91,12 +91,14 @@ func (l *memLog) checkpoint(t testing.TB, s *Signer, n int64) string {
 }
 
 // report builds the evidence report of records [first, last] against the
-// checkpoint of size n, with the previous one of size m (0: none).
+// checkpoint of size n, with the previous one of size m (0: none): the
+// period runs from the first record's time to the last's, and the records
+// around it are the report's before and after.
 func (l *memLog) report(t testing.TB, s *Signer, first, last, n, m int64) *Evidence {
 	t.Helper()
 	e := &Evidence{
 		Schema: EvidenceSchema, TenantID: testTenant,
-		From: t0, To: t0.Add(1000000 * time.Minute), GeneratedAt: t0.Add(2000000 * time.Minute),
+		From: l.at(t, first), To: l.at(t, last), GeneratedAt: t0.Add(2000000 * time.Minute),
 		Origin: origin(), VerifierKey: s.VerifierKey(), Checkpoint: l.checkpoint(t, s, n),
 		Verification: Verification{State: "never"},
 	}
@@ -106,10 +108,34 @@ func (l *memLog) report(t testing.TB, s *Signer, first, last, n, m int64) *Evide
 	for i := first; i <= last; i++ {
 		e.Records = append(e.Records, EvidenceRecord{Index: i, Record: string(l.texts[i])})
 	}
+	e.Before, e.After = l.edges(first-1, last+1, n)
 	if err := BuildEvidence(e, n, m, l.reader()); err != nil {
 		t.Fatal(err)
 	}
 	return e
+}
+
+// at is the time of record i.
+func (l *memLog) at(t testing.TB, i int64) time.Time {
+	t.Helper()
+	r, err := ParseRecord(l.texts[i])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.At
+}
+
+// edges are the records before and after a period (nil beyond the log of
+// size n).
+func (l *memLog) edges(before, after, n int64) (*EvidenceRecord, *EvidenceRecord) {
+	var b, a *EvidenceRecord
+	if before >= 0 {
+		b = &EvidenceRecord{Index: before, Record: string(l.texts[before])}
+	}
+	if after < n {
+		a = &EvidenceRecord{Index: after, Record: string(l.texts[after])}
+	}
+	return b, a
 }
 
 func newMessageLog(n int) *memLog {

@@ -177,13 +177,24 @@ func verifyRecords(vr *VerifyReport, e *Evidence, cp Checkpoint, keepMessages bo
 		if e.Counts != (EvidenceCounts{}) {
 			vr.problem("no records, but counts %+v", e.Counts)
 		}
-		return ms
-	}
-	if want := e.FirstIndex + int64(len(e.Records)) - 1; e.LastIndex != want {
+	} else if want := e.FirstIndex + int64(len(e.Records)) - 1; e.LastIndex != want {
 		vr.problem("lastIndex %d, but %d records from firstIndex %d end at %d", e.LastIndex, len(e.Records), e.FirstIndex, want)
 		return ms
 	}
-	rr, err := newRangeRoot(e.FirstIndex, e.LastIndex, cp.Size, e.RangeProof)
+	if err := checkBoundaries(e, cp.Size); err != nil {
+		vr.problem("completeness: %v", err)
+		return ms
+	}
+	edges := verifyEdges(vr, e)
+	span := e.span()
+	if len(span) == 0 {
+		if cp.Size != 0 {
+			vr.problem("completeness: an empty period of a log of %d records needs the records around it", cp.Size)
+		}
+		return ms
+	}
+	lo, hi := span[0].Index, span[len(span)-1].Index
+	rr, err := newRangeRoot(lo, hi, cp.Size, e.RangeProof)
 	if err != nil {
 		vr.problem("range proof: %v", err)
 		return ms
@@ -237,15 +248,21 @@ func verifyRecords(vr *VerifyReport, e *Evidence, cp Checkpoint, keepMessages bo
 	if bad > shown {
 		vr.problem("… and %d more record problems", bad-shown)
 	}
+	if e.Before != nil {
+		rr.leaf(edges[0])
+	}
 	for _, h := range leaves {
 		rr.leaf(h)
+	}
+	if e.After != nil {
+		rr.leaf(edges[1])
 	}
 	root, err := rr.root()
 	if err != nil {
 		vr.problem("range proof: %v", err)
 	} else if root != cp.Root {
 		vr.problem("records [%d, %d] and the range proof do not hash to the checkpoint's root %s: a record was changed, added, removed or reordered",
-			e.FirstIndex, e.LastIndex, cp.Root)
+			lo, hi, cp.Root)
 	} else if bad == 0 {
 		vr.Records = len(e.Records)
 	}
@@ -253,6 +270,37 @@ func verifyRecords(vr *VerifyReport, e *Evidence, cp Checkpoint, keepMessages bo
 		vr.problem("counts %+v, but the records count %+v", e.Counts, counts)
 	}
 	return ms
+}
+
+// verifyEdges checks the records around the period: their texts match
+// their fields, they are the report's tenant's, and they fall outside the
+// period (before.at < from, after.at > to). It returns their leaf hashes.
+func verifyEdges(vr *VerifyReport, e *Evidence) (leaves [2]tlog.Hash) {
+	for i, er := range []*EvidenceRecord{e.Before, e.After} {
+		if er == nil {
+			continue
+		}
+		name := [2]string{"before", "after"}[i]
+		leaves[i] = LeafHash([]byte(er.Record))
+		r, err := ParseRecord([]byte(er.Record))
+		if err != nil {
+			vr.problem("%s (record %d): %v", name, er.Index, err)
+			continue
+		}
+		if r.Type != er.Type || r.SHA256 != er.SHA256 || !r.At.Equal(er.At) {
+			vr.problem("%s (record %d): fields differ from its text", name, er.Index)
+		}
+		if e.TenantID != "" && r.Tenant != e.TenantID {
+			vr.problem("%s (record %d): tenant %s, the report is of %s", name, er.Index, r.Tenant, e.TenantID)
+		}
+		if i == 0 && !r.At.Before(e.From) {
+			vr.problem("completeness: record %d at %s is in the period but was left out of it", er.Index, r.At.Format(TimeLayout))
+		}
+		if i == 1 && !r.At.After(e.To) {
+			vr.problem("completeness: record %d at %s is in the period but was left out of it", er.Index, r.At.Format(TimeLayout))
+		}
+	}
+	return leaves
 }
 
 func verifyMessageFiles(vr *VerifyReport, dir string, ms messageSet) {
