@@ -403,6 +403,15 @@ func (db *DB) ArchiveRecordSpan(ctx context.Context, tenantID string, from, to t
 	return f.Int64, l.Int64, true, nil
 }
 
+// ArchiveRecordBefore returns the greatest index, among the first size
+// records, of a record whose time is before t; ok is false when none is.
+func (db *DB) ArchiveRecordBefore(ctx context.Context, tenantID string, t time.Time, size int64) (index int64, ok bool, err error) {
+	var v sql.NullInt64
+	err = db.read.QueryRowContext(ctx, `SELECT max(idx) FROM archive_records WHERE tenant_id = ? AND at < ? AND idx < ?`,
+		tenantID, t.UnixMilli(), size).Scan(&v)
+	return v.Int64, v.Valid, err
+}
+
 // ArchiveRecordRows calls fn for the tenant's records [from, to] in index
 // order with their type, time and text.
 func (db *DB) ArchiveRecordRows(ctx context.Context, tenantID string, from, to int64,

@@ -56,6 +56,7 @@ type PolicyStore interface {
 	ArchivePurgedSHA256(ctx context.Context, tenantID string, shas []string) (map[string]bool, error)
 	SearchArchiveMessages(ctx context.Context, q SearchQuery, fts string) ([]*MessageRow, string, error)
 	ArchiveRecordSpan(ctx context.Context, tenantID string, from, to time.Time, size int64) (first, last int64, ok bool, err error)
+	ArchiveRecordBefore(ctx context.Context, tenantID string, t time.Time, size int64) (index int64, ok bool, err error)
 	ArchiveRecordRows(ctx context.Context, tenantID string, from, to int64, fn func(index int64, typ string, at time.Time, text []byte) error) error
 	ArchiveCheckpointAtMost(ctx context.Context, tenantID string, size int64) (*StoredCheckpoint, error)
 }

@@ -53,6 +53,18 @@ func (s *Service) evidence(ctx context.Context, tenantID string, from, to time.T
 	if err != nil {
 		return nil, err
 	}
+	// before and after are the records just outside the period (-1, or
+	// the checkpoint's size: none), which prove it complete at its edges.
+	before, after := int64(-1), cp.Size
+	if ok {
+		before, after = first-1, last+1
+	} else if b, found, err := st.ArchiveRecordBefore(ctx, tenantID, from, cp.Size); err != nil {
+		return nil, err
+	} else if found {
+		before, after = b, b+1
+	} else {
+		after = 0
+	}
 	var prev int64
 	if ok {
 		if last-first+1 > maxEvidenceRecords {
@@ -60,19 +72,32 @@ func (s *Service) evidence(ctx context.Context, tenantID string, from, to time.T
 				last-first+1, maxEvidenceRecords)
 		}
 		e.Records = make([]chain.EvidenceRecord, 0, last-first+1)
-		err := st.ArchiveRecordRows(ctx, tenantID, first, last, func(index int64, _ string, _ time.Time, text []byte) error {
-			e.Records = append(e.Records, chain.EvidenceRecord{Index: index, Record: string(text)})
+	}
+	lo, hi := max(before, 0), min(after, cp.Size-1)
+	if lo <= hi {
+		err := st.ArchiveRecordRows(ctx, tenantID, lo, hi, func(index int64, _ string, _ time.Time, text []byte) error {
+			r := chain.EvidenceRecord{Index: index, Record: string(text)}
+			switch {
+			case index == before:
+				e.Before = &r
+			case index == after:
+				e.After = &r
+			default:
+				e.Records = append(e.Records, r)
+			}
 			return nil
 		})
 		if err != nil {
 			return nil, err
 		}
-		if pc, err := st.ArchiveCheckpointAtMost(ctx, tenantID, first); err == nil {
-			e.PreviousCheckpoint, prev = pc.Note, pc.Size
-		} else if app.ErrorCode(err) != app.ENOTFOUND {
-			return nil, err
-		}
-	} else if pc, err := st.ArchiveCheckpointAtMost(ctx, tenantID, cp.Size-1); err == nil {
+	}
+	// The previous checkpoint: the newest at or before the period's first
+	// record (or, for an empty period, before the checkpoint).
+	atMost := cp.Size - 1
+	if ok {
+		atMost = first
+	}
+	if pc, err := st.ArchiveCheckpointAtMost(ctx, tenantID, atMost); err == nil {
 		e.PreviousCheckpoint, prev = pc.Note, pc.Size
 	} else if app.ErrorCode(err) != app.ENOTFOUND {
 		return nil, err
