@@ -156,6 +156,15 @@ func TestArchivePolicyRoutes(t *testing.T) {
 	if e.TenantID != tenant || e.Counts.Messages != 2 || e.Counts.Tombstones != 1 || e.Counts.Holds != 1 || len(e.Holds) != 1 {
 		t.Fatalf("evidence %+v", e.Counts)
 	}
+	for _, pdf := range []*response{
+		h.do("GET", "/api/v1/archive/evidence?from=2020-01-01&to=2099-12-31&format=pdf", "", bearer(readKey)...),
+		h.do("GET", "/api/v1/archive/evidence?from=2020-01-01&to=2099-12-31", "", append(bearer(readKey), "Accept", "application/pdf")...),
+	} {
+		check(t, pdf, 200, "")
+		if pdf.header.Get("Content-Type") != "application/pdf" || !bytes.HasPrefix(pdf.body, []byte("%PDF-")) {
+			t.Fatalf("pdf: %s %.20q", pdf.header.Get("Content-Type"), pdf.body)
+		}
+	}
 	provKey, _ := h.key("", app.ScopeArchiveRead)
 	check(t, h.do("GET", "/api/v1/archive/evidence?from=2020-01-01&to=2099-12-31", "", bearer(provKey)...), 422, "validation_failed")
 	check(t, h.do("GET", "/api/v1/archive/evidence?from=2020-01-01&to=2099-12-31", "", append(bearer(provKey), "X-Service-Tenant", tenant)...),

@@ -166,6 +166,21 @@ func TestHeldMessageIsNeverPurged(t *testing.T) {
 	if err != nil {
 		t.Fatalf("evidence: %v %+v", err, vr)
 	}
+	// Periods with nothing in them (before and after every record) and one
+	// that holds only the hold record prove their edges too.
+	for _, p := range [][2]time.Time{{time.Now().Add(-2 * time.Hour), time.Now().Add(-time.Hour)},
+		{time.Now().Add(time.Hour), time.Now().Add(2 * time.Hour)}, {h.CreatedAt, h.CreatedAt}} {
+		b, err := f.svc.Evidence(ctx, f.tenant, p[0], p[1])
+		if err != nil {
+			t.Fatalf("evidence %v: %v", p, err)
+		}
+		if vr, err := chain.VerifyEvidence(b, f.signer.VerifierKey(), ""); err != nil {
+			t.Fatalf("evidence %v: %v %+v", p, err, vr)
+		}
+	}
+	if _, err := f.svc.Evidence(ctx, f.tenant, time.Now(), time.Now().Add(-time.Hour)); app.ErrorCode(err) != app.EINVALID {
+		t.Fatalf("to before from: %v", err)
+	}
 	var e chain.Evidence
 	json.Unmarshal(ev, &e)
 	if e.Counts.Messages != 2 || e.Counts.Tombstones != 2 || e.Counts.Holds != 1 || e.Counts.Releases != 1 || len(e.Holds) != 1 {
