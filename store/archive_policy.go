@@ -13,6 +13,9 @@ import (
 
 	"backstop/app"
 	"backstop/app/archive"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // The archive's policy SQL (CONTRACT §14): retention rules, legal holds,
@@ -213,12 +216,13 @@ func (db *DB) ArchiveFTSMatches(ctx context.Context, expr string, rows []int64) 
 	return out, nil
 }
 
-// ftsError turns an FTS5 syntax error into a validation error; the
-// archive quotes user text, so one only comes from a stored hold query
-// written before that rule.
+// ftsError turns SQLite's generic error (an FTS5 expression it cannot
+// parse) into a validation error. archive.FTSQuery quotes user text, so
+// this is a guard, not a path users take.
 func ftsError(err error) error {
-	if err != nil && strings.Contains(err.Error(), "fts5") {
-		return app.FieldError("query.q", "the search text cannot be used: %v", err)
+	var se *sqlite.Error
+	if errors.As(err, &se) && se.Code() == sqlite3.SQLITE_ERROR {
+		return app.FieldError("query.q", "the search text cannot be used")
 	}
 	return err
 }
