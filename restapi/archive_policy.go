@@ -58,6 +58,7 @@ func (s *Server) archivePolicyRoutes() {
 	}
 	binary("/api/v1/archive/messages/{id}/content", http.MethodGet, "message/rfc822")
 	binary("/api/v1/archive/exports", http.MethodPost, "application/zip")
+	binary("/api/v1/archive/evidence", http.MethodGet, "application/json", "application/pdf")
 }
 
 // archiveReadTenant is the tenant of an archive:read request: the key's or
