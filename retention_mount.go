@@ -8,6 +8,7 @@ import (
 	"backstop/agentapi"
 	"backstop/agentapi/resticrepo"
 	"backstop/app"
+	"backstop/app/archive"
 	"backstop/app/jobs"
 	"backstop/app/retention"
 	"backstop/store"
@@ -19,18 +20,24 @@ import (
 // pruned with restic (tools.restic) run locally against the repository
 // directory with the appliance's copy of its password, like verify, with
 // temporary directories under data_dir/tmp. After a prune the repository
-// server recounts that repository's quota. It removes what a crashed run
+// server recounts that repository's quota. The archive, when set, purges
+// its expired messages first (CONTRACT §14). It removes what a crashed run
 // left behind. Schedules are synced by syncRetentionSchedules once the
 // server is up.
 func mountRetention(runner *jobs.Runner, db *store.DB, cfg app.Config, repos *resticrepo.Handler,
-	snapshots retention.Snapshots, logger *slog.Logger) error {
+	snapshots retention.Snapshots, arch *archive.Service, logger *slog.Logger) error {
+	var purger retention.ArchivePurger
+	if arch != nil {
+		purger = arch
+	}
 	r := retention.New(retention.Config{
 		Restic: cfg.Tools.Restic, TempDir: filepath.Join(cfg.DataDir, "tmp"),
 		Locate: func(id string) (string, string) {
 			return agentapi.RepositoryDir(cfg.DataDir, id), agentapi.RepositoryPasswordFile(cfg.DataDir, id)
 		},
 		Tenants: db, Endpoints: db, Policies: db, Snapshots: snapshots, Jobs: db, Pruned: repos.Rescan,
-		Logger: logger.With("component", "retention"),
+		Archive: purger,
+		Logger:  logger.With("component", "retention"),
 	})
 	runner.Register(r.Kind())
 	return r.RemoveStale()

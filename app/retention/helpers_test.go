@@ -36,6 +36,7 @@ type applianceOptions struct {
 	lockRetry time.Duration
 	now       app.Clock
 	pruned    func(string)
+	archive   retention.ArchivePurger
 }
 
 func newAppliance(t *testing.T, o applianceOptions) *appliance {
@@ -45,7 +46,7 @@ func newAppliance(t *testing.T, o applianceOptions) *appliance {
 	a.tenant = storetest.Tenant(t, a.db, "Acme")
 	cfg := retention.Config{Restic: o.restic, TempDir: filepath.Join(a.dataDir, "tmp"), Locate: a.locate,
 		Tenants: a.db, Endpoints: a.db, Policies: a.db, Jobs: a.db, LockRetryWait: o.lockRetry, Now: o.now,
-		Pruned: o.pruned, Logger: slog.New(slog.DiscardHandler)}
+		Pruned: o.pruned, Archive: o.archive, Logger: slog.New(slog.DiscardHandler)}
 	if o.blobs != nil {
 		cfg.Snapshots = o.blobs
 	}
