@@ -328,3 +328,29 @@ func TestM365Capture(t *testing.T) {
 	}
 	sameSet(t, h.archived(), want)
 }
+
+func TestCreateChannelChecksSource(t *testing.T) {
+	src := &sources{}
+	h := start(t, src, archive.KindM365)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		spec archive.ChannelSpec
+		ok   bool
+	}{
+		{"good", archive.ChannelSpec{TenantID: h.tenant, Kind: archive.KindM365, SourceID: "src_test"}, true},
+		{"wrong kind", archive.ChannelSpec{TenantID: h.tenant, Kind: archive.KindIMAP, SourceID: "src_test"}, false},
+		{"other tenant", archive.ChannelSpec{TenantID: "tn_other", Kind: archive.KindM365, SourceID: "src_test"}, false},
+		{"missing", archive.ChannelSpec{TenantID: h.tenant, Kind: archive.KindM365, SourceID: "src_nope"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := h.svc.CreateChannel(ctx, tc.spec)
+			if (err == nil) != tc.ok {
+				t.Fatalf("err %v, want ok=%v", err, tc.ok)
+			}
+			if err != nil && app.ErrorCode(err) != app.EINVALID {
+				t.Fatalf("code %s, want invalid", app.ErrorCode(err))
+			}
+		})
+	}
+}
