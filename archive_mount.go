@@ -23,8 +23,9 @@ import (
 // signer key data_dir/archive.key (named after the public host, created on
 // first use), the Service on the catalogue and the blob store, and the
 // archive_verify job kind. serve starts it with startArchive after the
-// runner is open.
-func mountArchive(runner *jobs.Runner, db *store.DB, blobs *blobstore.Store, cfg app.Config, logger *slog.Logger) (*archive.Service, error) {
+// runner is open. capture reads the sources of imap and m365 channels
+// (newCaptureSources, capture_adapter.go).
+func mountArchive(runner *jobs.Runner, db *store.DB, blobs *blobstore.Store, capture archive.CaptureSources, cfg app.Config, logger *slog.Logger) (*archive.Service, error) {
 	host := publicHost(cfg)
 	signer, err := chain.LoadOrCreateSigner(filepath.Join(cfg.DataDir, "archive.key"), host)
 	if err != nil {
@@ -40,7 +41,8 @@ func mountArchive(runner *jobs.Runner, db *store.DB, blobs *blobstore.Store, cfg
 		TSAURL:     cfg.Archive.TSAURL,
 		HTTP:       &http.Client{Timeout: 30 * time.Second},
 		SMTPDomain: domain, MaxBytes: cfg.Archive.SMTPMaxBytes,
-		Now: db.Now, Logger: logger.With("component", "archive"),
+		Capture: capture,
+		Now:     db.Now, Logger: logger.With("component", "archive"),
 	})
 	if err != nil {
 		return nil, err

@@ -113,8 +113,8 @@ func serve(ctx context.Context, args []string, e env) error {
 	if err := mountVerify(runner, db, cfg, logger); err != nil {
 		return err
 	}
-	protected := mountProtect(runner, db, secretBox, blobs, cfg, logger) // protect_mount.go
-	archiveSvc, err := mountArchive(runner, db, blobs, cfg, logger)      // archive_mount.go
+	protected := mountProtect(runner, db, secretBox, blobs, cfg, logger)                              // protect_mount.go
+	archiveSvc, err := mountArchive(runner, db, blobs, newCaptureSources(protected, db), cfg, logger) // archive_mount.go
 	if err != nil {
 		return err
 	}

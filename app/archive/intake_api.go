@@ -54,6 +54,9 @@ func (s *Service) CreateChannel(ctx context.Context, spec ChannelSpec) (*Channel
 		if spec.SourceID == "" {
 			return nil, app.Errorf(app.EINVALID, "sourceId is required for a %s channel", spec.Kind)
 		}
+		if err := s.checkCaptureSource(ctx, spec); err != nil {
+			return nil, err
+		}
 		c.SourceID = spec.SourceID
 	default:
 		return nil, app.Errorf(app.EINVALID, "kind must be smtp_journal, imap or m365")
@@ -63,6 +66,9 @@ func (s *Service) CreateChannel(ctx context.Context, spec ChannelSpec) (*Channel
 	}
 	if err := s.cfg.Store.CreateArchiveChannel(ctx, c); err != nil {
 		return nil, err
+	}
+	if c.Kind == KindIMAP || c.Kind == KindM365 {
+		s.PollNow(c.ID) // the baseline: what arrives from now on is captured
 	}
 	return c, nil
 }
