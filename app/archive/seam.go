@@ -24,7 +24,7 @@ package archive
 import (
 	"context"
 	"database/sql"
-	"io"
+
 	"log/slog"
 	"net/http"
 	"sync"
@@ -366,12 +366,8 @@ func (s *Service) Run(ctx context.Context) {
 // row, or only a capture if the tenant has the content already), intake
 // counts, the search index. It returns only once all of it is durable;
 // concurrent Ingests are group-committed. A message over the size limit is
-// app.EINVALID-like (*TooLarge); any internal fault is an error (the SMTP
-// answer is then 4xx).
-func (s *Service) Ingest(ctx context.Context, ch *Channel, env Envelope, r io.Reader) (*Message, error) {
-	panic("seam")
-}
+// a *TooLarge error; any internal fault is an error (the SMTP answer is
+// then 4xx). (intake.go)
 
 // Parse reads what search needs from a message's bytes, without failing on
-// malformed input (what cannot be parsed is left empty).
-func Parse(raw []byte) Parsed { panic("seam") }
+// malformed input (what cannot be parsed is left empty). (parse.go)

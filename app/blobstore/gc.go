@@ -236,6 +236,11 @@ func (s *Store) liveBlobs(ctx context.Context, tenantID string, st *GCStats) (ma
 		}
 		st.Snapshots++
 	}
+	if s.cfg.ExtraRoots != nil {
+		if err := s.cfg.ExtraRoots(ctx, tenantID, func(id app.BlobID) { live[id] = struct{}{} }); err != nil {
+			return nil, wrapf(err, "listing the archive's blobs (nothing was deleted)")
+		}
+	}
 	return live, nil
 }
 

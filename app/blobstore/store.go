@@ -67,6 +67,10 @@ type Config struct {
 	// TenantName, if set, names tenants in their key files on the target,
 	// so a rebuilt catalogue can recreate them with their names.
 	TenantName func(ctx context.Context, tenantID string) (string, error)
+	// ExtraRoots, if set, calls fn for every blob that is live outside
+	// snapshots (the archive's moved messages), so garbage collection keeps
+	// them.
+	ExtraRoots func(ctx context.Context, tenantID string, fn func(app.BlobID)) error
 }
 
 // Store is the blob store of the appliance, for every tenant and target.
