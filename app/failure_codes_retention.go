@@ -31,6 +31,13 @@ var retentionFailureCodes = []FailureCode{
 			"Check the state of the tenant's storage target (GET /api/v1/storage).",
 			"Start retention again (POST /api/v1/retention/run) once the target is ok.",
 		}},
+	{Code: "retention.archive_failed", Category: CategoryStorage, Title: "Retention could not purge expired archive messages",
+		Retryable: true,
+		Params:    []FailureParam{param("tenantId", "The tenant.")},
+		FixSteps: []string{
+			"Check the appliance's log for the archive retention error and the state of the data directory.",
+			"Start retention again (POST /api/v1/retention/run); messages are purged only after their tombstone is recorded, so a retry is safe.",
+		}},
 }
 
 func init() {

@@ -20,6 +20,8 @@ import (
 // holds' and tombstones' rows are written inside its transaction through
 // the *Tx methods here.
 
+var _ archive.PolicyStore = (*DB)(nil)
+
 // ArchiveRetention returns the tenant's retention rules, if it saved any.
 func (db *DB) ArchiveRetention(ctx context.Context, tenantID string) (archive.Retention, bool, error) {
 	var r archive.Retention

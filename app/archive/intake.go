@@ -41,6 +41,7 @@ const (
 type intake struct {
 	s *Service
 
+	cpMu    sync.Mutex // one checkpoint signed at a time
 	mu      sync.Mutex
 	batches map[string]*tenantBatch
 	due     map[string]time.Time // tenant -> first record not covered by a checkpoint

@@ -82,6 +82,8 @@ func (in *intake) run(ctx context.Context) {
 // latest one is smaller, and returns the latest.
 func (in *intake) checkpoint(ctx context.Context, tenant string) (*StoredCheckpoint, error) {
 	s := in.s
+	in.cpMu.Lock()
+	defer in.cpMu.Unlock()
 	size, err := s.cfg.Store.ArchiveSize(ctx, tenant)
 	if err != nil {
 		return nil, err
@@ -111,7 +113,8 @@ func (in *intake) checkpoint(ctx context.Context, tenant string) (*StoredCheckpo
 	return c, nil
 }
 
-// stamp asks the TSA for a time-stamp of c's signed note; a failure is
+// stamp asks the TSA for a time-stamp of c's body (as the evidence
+// report's checkpointStamp is checked); a failure is
 // logged and retried later (stampPending).
 func (in *intake) stamp(ctx context.Context, c *StoredCheckpoint) bool {
 	s := in.s
@@ -119,7 +122,11 @@ func (in *intake) stamp(ctx context.Context, c *StoredCheckpoint) bool {
 	if client == nil {
 		client = &http.Client{Timeout: 30 * time.Second}
 	}
-	tsr, gen, err := chain.Stamp(ctx, client, s.cfg.TSAURL, []byte(c.Note))
+	cp, err := chain.OpenCheckpoint(c.Note, s.cfg.Signer.VerifierKey(), "")
+	if err != nil {
+		return false
+	}
+	tsr, gen, err := chain.Stamp(ctx, client, s.cfg.TSAURL, []byte(cp.Body()))
 	if err != nil {
 		s.log.Warn("archive: time-stamping a checkpoint (retried later)", slog.String("tenantId", c.TenantID),
 			slog.Int64("size", c.Size), slog.Any("error", err))

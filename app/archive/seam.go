@@ -304,8 +304,11 @@ type Config struct {
 	CheckpointEvery time.Duration
 	// Capture reads IMAP and Microsoft 365 sources for polling channels.
 	Capture CaptureSources
-	Now     app.Clock
-	Logger  *slog.Logger
+	// CapturePollEvery is the most time between two polls of an imap or
+	// m365 channel (default 5 min; tests use less).
+	CapturePollEvery time.Duration
+	Now              app.Clock
+	Logger           *slog.Logger
 }
 
 // Service is the archive. One per appliance. Its parts keep their state

@@ -120,3 +120,11 @@ func Check(ctx context.Context, c *graph.Client) error {
 	}
 	return nil
 }
+
+// MailFailure names the cause of a Graph error met reading userID's mail
+// (graph.consent_missing, graph.auth_failed, graph.throttled,
+// graph.mailbox_unavailable, …), as backups report it: for the archive's
+// capture pollers.
+func MailFailure(c *graph.Client, userID string, err error) error {
+	return failure(c, errContext{permission: permMail, mailbox: userID}, err)
+}

@@ -291,3 +291,13 @@ func consentMissing(err error) bool {
 	}
 	return ge.Status == 403
 }
+
+// GraphClient returns the Graph client of the m365 source sourceID (the
+// cached one, see Client); not found and not-m365 are app errors.
+func (m *Manager) GraphClient(ctx context.Context, sourceID string) (*graph.Client, error) {
+	src, err := m.cfg.Sources.Source(ctx, sourceID)
+	if err != nil {
+		return nil, err
+	}
+	return m.Client(src)
+}

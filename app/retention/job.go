@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"backstop/app"
+	"backstop/app/archive"
 	"backstop/app/jobs"
 	"backstop/app/resticcmd"
 )
@@ -58,11 +59,19 @@ type Config struct {
 	// Pruned, if set, is called after an endpoint's repository was
 	// pruned (the repository server recounts its quota).
 	Pruned func(endpointID string)
+	// Archive, if set, purges the tenant's expired archive messages
+	// (CONTRACT §14) before the snapshot phases; nil skips that step.
+	Archive ArchivePurger
 	// LockRetryWait is the wait before the one retry of a repository that
 	// was in use (default 1 minute).
 	LockRetryWait time.Duration
 	Now           app.Clock
 	Logger        *slog.Logger
+}
+
+// ArchivePurger applies a tenant's archive retention (archive.Service).
+type ArchivePurger interface {
+	Purge(ctx context.Context, tenantID string) (archive.PurgeSummary, error)
 }
 
 // Retainer runs retention jobs.
@@ -126,6 +135,14 @@ type Summary struct {
 	BytesFreed         int64            `json:"bytesFreed" doc:"Both kinds together."`
 	ProtectedObjects   ObjectsSummary   `json:"protectedObjects"`
 	Endpoints          EndpointsSummary `json:"endpoints"`
+	Archive            ArchiveSummary   `json:"archive"`
+}
+
+// ArchiveSummary is the archive part of a retention job.
+type ArchiveSummary struct {
+	Skipped bool `json:"skipped" doc:"True when this appliance has no archive."`
+	archive.PurgeSummary
+	Failed int `json:"failed" doc:"1 when the archive step failed (a failed item of the job)."`
 }
 
 // ObjectsSummary is the blob-store part of a retention job.
@@ -197,6 +214,9 @@ func (r *Retainer) run(ctx context.Context, run *jobs.Run) (*jobs.Outcome, error
 	sum := &Summary{}
 	sum.Endpoints.Repositories = len(repos)
 	p := &progress{run: run, ctx: ctx, sum: sum, total: int64(len(repos))}
+	if err := r.archivePhase(ctx, p, tenantID); err != nil {
+		return nil, err
+	}
 
 	if r.cfg.Snapshots == nil {
 		sum.ProtectedObjects.Skipped = true
@@ -217,6 +237,32 @@ func (r *Retainer) run(ctx context.Context, run *jobs.Run) (*jobs.Outcome, error
 		slog.Int("objects_failed", sum.ProtectedObjects.Failed), slog.Int("repositories_failed", sum.Endpoints.Failed))
 	final := app.JobProgress{Phase: "done", Percent: 100, ItemsDone: p.done, ItemsTotal: p.total, BytesDone: sum.BytesFreed}
 	return &jobs.Outcome{Progress: &final, EventData: map[string]any{"retention": sum}, Step: "retention"}, nil
+}
+
+// PhaseArchive is the archive purge's progress phase.
+const PhaseArchive = "archive"
+
+// archivePhase purges the tenant's expired archive messages; a failure is
+// a failed item and the job goes on.
+func (r *Retainer) archivePhase(ctx context.Context, p *progress, tenantID string) error {
+	sum := &p.sum.Archive
+	if r.cfg.Archive == nil {
+		sum.Skipped = true
+		return nil
+	}
+	p.report(PhaseArchive)
+	ps, err := r.cfg.Archive.Purge(ctx, tenantID)
+	sum.PurgeSummary = ps
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	sum.Failed++
+	r.cfg.Logger.Warn("archive retention failed", slog.String("tenant_id", tenantID), slog.Any("error", err))
+	return p.run.ItemFailed(ctx, "archive", "archive", app.Fail("retention.archive_failed",
+		map[string]any{"tenantId": tenantID}, fmt.Errorf("archive retention: %w", err)))
 }
 
 // progress reports units done (objects, the garbage collection,
