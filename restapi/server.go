@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"backstop/app"
+	"backstop/app/archive"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humahttprouter"
@@ -90,6 +91,10 @@ type Services struct {
 	// objects only.
 	Protection        app.DirectoryProtector
 	ProtectionChanged func()
+
+	// Archive serves /archive (CONTRACT §14) and the status's archive
+	// object; nil answers 501 (the status: an empty archive).
+	Archive *archive.Service
 }
 
 // Options are the server's settings, fixed at start-up.
@@ -232,6 +237,10 @@ func (s *Server) routes() {
 	// Jobs (jobs:read), starting work (restore:write, verify:write), failure codes.
 	s.jobRoutes()
 	s.eventRoutes() // GET /api/v1/events (jobs:read)
+
+	// The email archive: status, channels, chain and proofs (archive:read;
+	// channels are created and deleted in a web session).
+	s.archiveRoutes()
 
 	// Web session and first-run setup.
 	op(s, http.MethodPost, "session.create", "/api/v1/session", accessPublic, "", "Sign in (web interface)", s.createSession)

@@ -94,7 +94,9 @@ func (s *Server) getStatus(ctx context.Context, _ *struct{}) (*statusOutput, err
 		}
 		b.ProtectedObjects = app.CountProtectedObjects(views)
 	}
-	b.Archive = ArchiveSummary{ChainState: "empty"}
+	if b.Archive, err = s.archiveSummary(ctx, p.tenantID); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 

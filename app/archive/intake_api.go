@@ -121,7 +121,9 @@ func (s *Service) Status(ctx context.Context, tenantID string) (*StatusView, err
 }
 
 // Summary is the status response's archive part (CONTRACT §4): messages
-// kept and the worst chain state of every tenant ("" tenant: all).
+// kept and the chain state over the tenant (or, for "", every tenant):
+// empty (no records), broken (the last verification of any failed),
+// unverified (records never verified), intact.
 func (s *Service) Summary(ctx context.Context, tenantID string) (messages int64, chainState string, err error) {
 	if messages, _, err = s.cfg.Store.ArchiveStats(ctx, tenantID); err != nil {
 		return 0, "", err
@@ -141,10 +143,16 @@ func (s *Service) Summary(ctx context.Context, tenantID string) (messages int64,
 		if st.State == ChainBroken {
 			return messages, ChainBroken, nil
 		}
-		if n, err := s.cfg.Store.ArchiveSize(ctx, t); err != nil {
+		n, err := s.cfg.Store.ArchiveSize(ctx, t)
+		if err != nil {
 			return 0, "", err
-		} else if n > 0 {
-			chainState = ChainOK
+		}
+		switch {
+		case n == 0:
+		case st.LastVerifiedAt == nil:
+			chainState = "unverified"
+		case chainState == ChainEmpty:
+			chainState = "intact"
 		}
 	}
 	return messages, chainState, nil
