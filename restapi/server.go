@@ -262,8 +262,9 @@ func (s *Server) routes() {
 	op(s, http.MethodGet, "settings.get", "/api/v1/settings", accessSession, "", "Read settings", s.getSettings)
 	op(s, http.MethodPatch, "settings.update", "/api/v1/settings", accessSession, "", "Change settings", s.updateSettings)
 	op(s, http.MethodGet, "audit.list", "/api/v1/audit", accessSession, "", "The audit log, newest first", s.listAudit)
-	s.sourceRoutes()    // GET, POST /sources; PATCH, DELETE /sources/{id}
-	s.retentionRoutes() // GET, PUT /retention; GET, PUT /endpoints/{id}/retention; POST /retention/run
+	s.sourceRoutes()        // GET, POST /sources; PATCH, DELETE /sources/{id}
+	s.retentionRoutes()     // GET, PUT /retention; GET, PUT /endpoints/{id}/retention; POST /retention/run
+	s.archivePolicyRoutes() // /archive/retention, /archive/holds, /archive/messages, /archive/exports, /archive/evidence
 }
 
 const apiDescription = `The Backstop integration API for RMM, PSA and ticketing tools.

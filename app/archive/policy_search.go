@@ -101,15 +101,22 @@ func (s *Service) Content(ctx context.Context, tenantID, id string) (*Message, i
 // ExportLimit bounds the messages of one export.
 const ExportLimit = 100_000
 
-// Export writes a zip of the search's result set to w: each message as
-// messages/<sha256>.eml (its exact bytes, checked against its SHA-256 as
-// it is written) and evidence.json, the evidence report of the query's
-// period (from/to, or the result set's capture range) so the files can be
-// checked offline. q.TenantID must be set. An error after the first byte
-// leaves a truncated zip, which no reader takes for a whole one.
-func (s *Service) Export(ctx context.Context, q SearchQuery, w io.Writer) (files int, err error) {
+// PreparedExport is an export whose result set and evidence are read;
+// WriteTo streams it.
+type PreparedExport struct {
+	s        *Service
+	rows     []*MessageRow
+	evidence []byte
+	at       time.Time
+}
+
+// PrepareExport reads the search's whole result set (at most ExportLimit
+// messages) and the evidence report of the query's period (from/to, or
+// the result set's capture range), so that what can fail for a reason the
+// caller should hear fails before the first byte.
+func (s *Service) PrepareExport(ctx context.Context, q SearchQuery) (*PreparedExport, error) {
 	if q.TenantID == "" {
-		return 0, app.FieldError("body.tenantId", "name the tenant")
+		return nil, app.FieldError("body.tenantId", "name the tenant")
 	}
 	q.Cursor, q.Limit = "", 1000
 	fts := FTSQuery(q.Q)
@@ -117,11 +124,11 @@ func (s *Service) Export(ctx context.Context, q SearchQuery, w io.Writer) (files
 	for {
 		page, next, err := s.cfg.Store.SearchArchiveMessages(ctx, q, fts)
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		rows = append(rows, page...)
 		if len(rows) > ExportLimit {
-			return 0, app.FieldError("body", "the result set has more than %d messages: narrow the search", ExportLimit)
+			return nil, app.FieldError("body", "the result set has more than %d messages: narrow the search", ExportLimit)
 		}
 		if next == "" {
 			break
@@ -131,14 +138,14 @@ func (s *Service) Export(ctx context.Context, q SearchQuery, w io.Writer) (files
 	from, to := q.From, q.To
 	for _, r := range rows {
 		t := r.CapturedAt
-		if from == nil || t.Before(*from) && q.From == nil {
+		if q.From == nil && (from == nil || t.Before(*from)) {
 			from = &t
 		}
-		if to == nil || t.After(*to) && q.To == nil {
+		if q.To == nil && (to == nil || t.After(*to)) {
 			to = &t
 		}
 	}
-	now := s.cfg.Now()
+	now := s.cfg.Now().UTC()
 	if from == nil {
 		from = &now
 	}
@@ -147,20 +154,31 @@ func (s *Service) Export(ctx context.Context, q SearchQuery, w io.Writer) (files
 	}
 	evidence, err := s.Evidence(ctx, q.TenantID, *from, *to)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
+	return &PreparedExport{s: s, rows: rows, evidence: evidence, at: now}, nil
+}
+
+// Files is how many .eml files the export holds.
+func (e *PreparedExport) Files() int { return len(e.rows) }
+
+// WriteTo writes the zip: each message as messages/<sha256>.eml (its exact
+// bytes, checked against its SHA-256 as they are written), then
+// evidence.json. An error leaves a truncated zip, which no reader takes
+// for a whole one.
+func (e *PreparedExport) WriteTo(ctx context.Context, w io.Writer) (files int, err error) {
 	zw := zip.NewWriter(w)
-	for _, r := range rows {
-		if err := s.exportOne(ctx, zw, r); err != nil {
+	for _, r := range e.rows {
+		if err := e.s.exportOne(ctx, zw, r); err != nil {
 			return files, err
 		}
 		files++
 	}
-	f, err := zw.CreateHeader(&zip.FileHeader{Name: "evidence.json", Method: zip.Deflate, Modified: now})
+	f, err := zw.CreateHeader(&zip.FileHeader{Name: "evidence.json", Method: zip.Deflate, Modified: e.at})
 	if err != nil {
 		return files, err
 	}
-	if _, err := f.Write(evidence); err != nil {
+	if _, err := f.Write(e.evidence); err != nil {
 		return files, err
 	}
 	return files, zw.Close()
