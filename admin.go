@@ -21,7 +21,7 @@ import (
 // safe beside a running serve: SQLite WAL with a busy timeout.
 func admin(ctx context.Context, args []string, e env) error {
 	if len(args) == 0 {
-		return usageError{"admin: missing command: create-tenant | create-user | create-key | revoke-key | create-enrollment-token | audit | restore-catalogue | rebuild-catalogue"}
+		return usageError{"admin: missing command: create-tenant | create-user | create-key | revoke-key | create-enrollment-token | audit | restore-catalogue | rebuild-catalogue | archive-key"}
 	}
 	cmds := map[string]func(context.Context, *flag.FlagSet, []string, env) error{
 		"create-tenant":           adminCreateTenant,
@@ -32,6 +32,7 @@ func admin(ctx context.Context, args []string, e env) error {
 		"audit":                   adminAudit,
 		"restore-catalogue":       adminRestoreCatalogue,
 		"rebuild-catalogue":       adminRebuildCatalogue,
+		"archive-key":             adminArchiveKey,
 		"seed-bench":              adminSeedBench, // hidden: fills a data dir for docs/benchmarks.md
 	}
 	fn, ok := cmds[args[0]]

@@ -66,7 +66,9 @@ commands:
   serve      run the appliance (--config FILE, --data-dir DIR)
   admin      create-tenant | create-user | create-key | revoke-key |
              create-enrollment-token | audit | restore-catalogue |
-             rebuild-catalogue
+             rebuild-catalogue | archive-key
+  archive    verify-evidence FILE.json [--messages DIR] [--key KEY]
+             (offline check of an evidence report)
   agent      enroll | run | backup (the backup agent)
   version    print the version`
 
@@ -81,6 +83,8 @@ func run(ctx context.Context, args []string, e env) error {
 		return serve(ctx, args[1:], e)
 	case "admin":
 		return admin(ctx, args[1:], e)
+	case "archive":
+		return archiveCommand(ctx, args[1:], e)
 	case "agent":
 		return agentCommand(ctx, args[1:], e)
 	case "version", "--version", "-v":

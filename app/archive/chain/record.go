@@ -2,7 +2,6 @@ package chain
 
 import (
 	"bytes"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -145,7 +144,7 @@ func ParseRecord(text []byte) (*Record, error) {
 		case "message":
 			r.Message = v
 		case "sha256":
-			if _, err := hex.DecodeString(v); err != nil || len(v) != 64 || strings.ToLower(v) != v {
+			if !isLowerHex64(v) {
 				return nil, fmt.Errorf("record: sha256 %q is not 64 lower-case hex digits", v)
 			}
 			r.SHA256 = v
@@ -175,3 +174,15 @@ func ParseRecord(text []byte) (*Record, error) {
 
 // LeafHash is tlog.RecordHash(text).
 func LeafHash(text []byte) tlog.Hash { return tlog.RecordHash(text) }
+
+func isLowerHex64(v string) bool {
+	if len(v) != 64 {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}

@@ -9,9 +9,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
+
+	"golang.org/x/mod/sumdb/tlog"
 )
 
 // VerifyReport is what VerifyEvidence found.
@@ -98,7 +103,7 @@ func verifyEvidence(vr *VerifyReport, e *Evidence, pinnedKey, messagesDir string
 		}
 	}
 
-	messages := verifyRecords(vr, e, cp)
+	messages := verifyRecords(vr, e, cp, messagesDir != "")
 
 	if messagesDir != "" {
 		verifyMessageFiles(vr, messagesDir, messages)
@@ -112,7 +117,58 @@ type messageSet struct {
 	tombstoned map[string]bool   // sha256
 }
 
-func verifyRecords(vr *VerifyReport, e *Evidence, cp Checkpoint) messageSet {
+// recordChunk is what one worker found in a run of records.
+type recordChunk struct {
+	counts   EvidenceCounts
+	problems []string
+	bad      int
+	messages []*Record // message and tombstone records, when files are checked
+}
+
+// verifyChunk checks e.Records[lo:hi] on their own and hashes their leaves.
+func verifyChunk(e *Evidence, lo, hi int, leaves []tlog.Hash, keepMessages bool) *recordChunk {
+	c := &recordChunk{}
+	badf := func(format string, args ...any) {
+		c.bad++
+		if c.bad <= maxProblemsPerKind {
+			c.problems = append(c.problems, fmt.Sprintf(format, args...))
+		}
+	}
+	for i := lo; i < hi; i++ {
+		er := &e.Records[i]
+		if want := e.FirstIndex + int64(i); er.Index != want {
+			badf("records[%d]: index %d, want %d (records must be contiguous and in order)", i, er.Index, want)
+		}
+		text := []byte(er.Record)
+		leaves[i] = LeafHash(text)
+		r, err := ParseRecord(text)
+		if err != nil {
+			badf("record %d: %v", er.Index, err)
+			continue
+		}
+		if r.Type != er.Type || r.SHA256 != er.SHA256 || !r.At.Equal(er.At) {
+			badf("record %d: fields (type %s, sha256 %q, at %s) differ from its text (type %s, sha256 %q, at %s)",
+				er.Index, er.Type, er.SHA256, er.At.UTC().Format(TimeLayout), r.Type, r.SHA256, r.At.Format(TimeLayout))
+		}
+		if e.TenantID != "" && r.Tenant != e.TenantID {
+			badf("record %d: tenant %s, the report is of %s", er.Index, r.Tenant, e.TenantID)
+		}
+		if r.At.Before(e.From) || r.At.After(e.To) {
+			badf("record %d: time %s outside the period [%s, %s]", er.Index, r.At.Format(TimeLayout),
+				e.From.UTC().Format(time.RFC3339), e.To.UTC().Format(time.RFC3339))
+		}
+		c.counts.add(r)
+		if keepMessages && (r.Type == TypeMessage || r.Type == TypeTombstone) {
+			c.messages = append(c.messages, r)
+		}
+	}
+	return c
+}
+
+// recordsChunkSize is how many records one worker takes at a time.
+const recordsChunkSize = 16384
+
+func verifyRecords(vr *VerifyReport, e *Evidence, cp Checkpoint, keepMessages bool) messageSet {
 	ms := messageSet{hashes: map[string]string{}, tombstoned: map[string]bool{}}
 	if len(e.Records) == 0 {
 		if e.FirstIndex != -1 || e.LastIndex != -1 {
@@ -132,49 +188,57 @@ func verifyRecords(vr *VerifyReport, e *Evidence, cp Checkpoint) messageSet {
 		vr.problem("range proof: %v", err)
 		return ms
 	}
-	var counts EvidenceCounts
-	bad := 0
-	badf := func(format string, args ...any) {
-		bad++
-		if bad <= maxProblemsPerKind {
-			vr.problem(format, args...)
-		}
+
+	// Parsing and leaf hashing are independent per record: spread them
+	// over the CPUs; the tree is then folded in order.
+	leaves := make([]tlog.Hash, len(e.Records))
+	chunks := make([]*recordChunk, (len(e.Records)+recordsChunkSize-1)/recordsChunkSize)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(chunks)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				k := int(next.Add(1) - 1)
+				if k >= len(chunks) {
+					return
+				}
+				lo := k * recordsChunkSize
+				chunks[k] = verifyChunk(e, lo, min(lo+recordsChunkSize, len(e.Records)), leaves, keepMessages)
+			}
+		}()
 	}
-	for i := range e.Records {
-		er := &e.Records[i]
-		if want := e.FirstIndex + int64(i); er.Index != want {
-			badf("records[%d]: index %d, want %d (records must be contiguous and in order)", i, er.Index, want)
+	wg.Wait()
+
+	var counts EvidenceCounts
+	bad, shown := 0, 0
+	for _, c := range chunks {
+		bad += c.bad
+		for _, p := range c.problems {
+			if shown < maxProblemsPerKind {
+				vr.Problems = append(vr.Problems, p)
+				shown++
+			}
 		}
-		text := []byte(er.Record)
-		rr.leaf(LeafHash(text))
-		r, err := ParseRecord(text)
-		if err != nil {
-			badf("record %d: %v", er.Index, err)
-			continue
-		}
-		if r.Type != er.Type || r.SHA256 != er.SHA256 || !r.At.Equal(er.At) {
-			badf("record %d: fields (type %s, sha256 %q, at %s) differ from its text (type %s, sha256 %q, at %s)",
-				er.Index, er.Type, er.SHA256, er.At.UTC().Format(TimeLayout), r.Type, r.SHA256, r.At.Format(TimeLayout))
-		}
-		if e.TenantID != "" && r.Tenant != e.TenantID {
-			badf("record %d: tenant %s, the report is of %s", er.Index, r.Tenant, e.TenantID)
-		}
-		if r.At.Before(e.From) || r.At.After(e.To) {
-			badf("record %d: time %s outside the period [%s, %s]", er.Index, r.At.Format(TimeLayout),
-				e.From.UTC().Format(time.RFC3339), e.To.UTC().Format(time.RFC3339))
-		}
-		counts.add(r)
-		switch r.Type {
-		case TypeMessage:
-			if _, ok := ms.hashes[r.SHA256]; !ok {
+		counts.Messages += c.counts.Messages
+		counts.Tombstones += c.counts.Tombstones
+		counts.Holds += c.counts.Holds
+		counts.Releases += c.counts.Releases
+		counts.Bytes += c.counts.Bytes
+		for _, r := range c.messages {
+			if r.Type == TypeTombstone {
+				ms.tombstoned[r.SHA256] = true
+			} else if _, ok := ms.hashes[r.SHA256]; !ok {
 				ms.hashes[r.SHA256] = r.Message
 			}
-		case TypeTombstone:
-			ms.tombstoned[r.SHA256] = true
 		}
 	}
-	if bad > maxProblemsPerKind {
-		vr.problem("… and %d more record problems", bad-maxProblemsPerKind)
+	if bad > shown {
+		vr.problem("… and %d more record problems", bad-shown)
+	}
+	for _, h := range leaves {
+		rr.leaf(h)
 	}
 	root, err := rr.root()
 	if err != nil {
