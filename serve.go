@@ -114,6 +114,10 @@ func serve(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	protected := mountProtect(runner, db, secretBox, blobs, cfg, logger) // protect_mount.go
+	archiveSvc, err := mountArchive(runner, db, blobs, cfg, logger)      // archive_mount.go
+	if err != nil {
+		return err
+	}
 	ui, err := assets.New()
 	if err != nil {
 		return err
@@ -126,6 +130,7 @@ func serve(ctx context.Context, args []string, e env) error {
 		Storage: storage, ApplianceKey: readApplianceKey(cfg), ApplianceKeys: db,
 		Sources: protected, Protected: db, Snapshots: protected, Directory: db, Protection: protected,
 		ProtectionChanged: func() { syncProtectSchedules(runner, db, logger) },
+		Archive:           archiveSvc,
 	}, restapi.Options{
 		Edition: cfg.Edition, PublicURL: cfg.PublicURL, DataDir: cfg.DataDir,
 		RateLimit: cfg.API.RateLimit, RateWindow: cfg.API.RateWindow, TrustedProxies: proxies,
@@ -209,7 +214,17 @@ func serve(ctx context.Context, args []string, e env) error {
 	})
 	crons.AddFunc("7 * * * *", func() { syncM365Directories(protected, db, logger) })
 	crons.AddFunc("0 0 * * *", func() { recordDailyCounts(db, db.Now(), false, logger) })
+	crons.AddFunc("15 4 * * *", func() { scheduleArchiveVerify(runner, db, logger) })
 	srv.RegisterOnShutdown(api.CloseStreams)
+	// The archive: its SMTP listener and background work, stopped before
+	// the runner and the database.
+	stopArchive, err := startArchive(archiveSvc, cfg, srv.TLSConfig, logger)
+	if err != nil {
+		ln.Close()
+		<-crons.Stop().Done()
+		return err
+	}
+	defer stopArchive()
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -48,6 +48,7 @@ func openBlobStore(db *store.DB, t blobstore.Targets, cfg app.Config, logger *sl
 		return nil, err
 	}
 	s, err := blobstore.New(blobstore.Config{Key: key, Catalog: db, Targets: t, TempDir: spool, Logger: logger.With("component", "blobstore"),
+		ExtraRoots: db.ArchiveBlobRoots, // the archive's moved messages
 		TenantName: func(ctx context.Context, id string) (string, error) {
 			tn, err := db.Tenant(ctx, id)
 			if err != nil {

@@ -42,7 +42,10 @@ type Config struct {
 		APIURL     string `mapstructure:"api_url"`
 	} `mapstructure:"update"`
 	Archive struct {
-		SMTPListen string `mapstructure:"smtp_listen"`
+		SMTPListen   string `mapstructure:"smtp_listen"`
+		SMTPDomain   string `mapstructure:"smtp_domain"`
+		SMTPMaxBytes int64  `mapstructure:"smtp_max_bytes"`
+		TSAURL       string `mapstructure:"tsa_url"`
 	} `mapstructure:"archive"`
 	Tools struct {
 		Restic string `mapstructure:"restic"`
@@ -114,6 +117,7 @@ func DefaultConfig() Config {
 	c.Update.Channel = "stable"
 	c.Update.Repository = "backstop-dev/backstop"
 	c.Update.APIURL = "https://api.github.com"
+	c.Archive.SMTPMaxBytes = 200 << 20
 	c.Tools.Restic = "restic"
 	c.Endpoints.SilentAfter.Server = 15 * time.Minute
 	c.Endpoints.SilentAfter.Client = 72 * time.Hour
@@ -185,6 +189,17 @@ func (c *Config) Validate() error {
 	if c.Archive.SMTPListen != "" {
 		if _, _, err := net.SplitHostPort(c.Archive.SMTPListen); err != nil {
 			return bad("archive.smtp_listen", "must be host:port or empty, got %q", c.Archive.SMTPListen)
+		}
+	}
+	if c.Archive.SMTPDomain != "" && (strings.ContainsAny(c.Archive.SMTPDomain, "@ /\t") || !strings.Contains(c.Archive.SMTPDomain, ".")) {
+		return bad("archive.smtp_domain", "must be a domain name, got %q", c.Archive.SMTPDomain)
+	}
+	if c.Archive.SMTPMaxBytes < 1<<20 {
+		return bad("archive.smtp_max_bytes", "must be at least 1048576 (1 MiB), got %d", c.Archive.SMTPMaxBytes)
+	}
+	if c.Archive.TSAURL != "" {
+		if u, err := url.Parse(c.Archive.TSAURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return bad("archive.tsa_url", "must be an absolute http or https URL or empty, got %q", c.Archive.TSAURL)
 		}
 	}
 	if c.Tools.Restic == "" {
