@@ -270,8 +270,14 @@ func (db *DB) ArchivePurgedSHA256(ctx context.Context, tenantID string, shas []s
 }
 
 // SearchArchiveMessages runs a search: fts is the FTS5 expression made from
-// the user's text ("" for none). Results are newest first (capture order);
-// the cursor is opaque to callers.
+// the user's text ("" for none). Results are newest first; purged
+// messages are not found; the cursor is opaque to callers.
+//
+// With text, the index drives (CROSS JOIN keeps SQLite from looking up the
+// index once per candidate row) in rowid order, newest first, and stops
+// at the page's end. Without, the (tenant_id, captured_at) index does, in
+// capture order. Capture order and rowid order agree (rows are inserted
+// as they are captured).
 func (db *DB) SearchArchiveMessages(ctx context.Context, q archive.SearchQuery, fts string) ([]*archive.MessageRow, string, error) {
 	limit := q.Limit
 	if limit <= 0 {
@@ -279,9 +285,9 @@ func (db *DB) SearchArchiveMessages(ctx context.Context, q archive.SearchQuery, 
 	}
 	var where []string
 	var args []any
-	from := "archive_messages m"
+	from, order := "archive_messages m", "m.captured_at DESC, m.rowid DESC"
 	if fts != "" {
-		from = "archive_fts f JOIN archive_messages m ON m.rowid = f.rowid"
+		from, order = "archive_fts f CROSS JOIN archive_messages m ON m.rowid = f.rowid", "f.rowid DESC"
 		where = append(where, "archive_fts MATCH ?")
 		args = append(args, fts)
 	}
@@ -311,25 +317,41 @@ func (db *DB) SearchArchiveMessages(ctx context.Context, q archive.SearchQuery, 
 		args = append(args, pat)
 	}
 	if q.Cursor != "" {
-		row, err := strconv.ParseInt(strings.TrimPrefix(q.Cursor, "r"), 10, 64)
-		if err != nil || !strings.HasPrefix(q.Cursor, "r") {
-			return nil, "", app.FieldError("query.cursor", "cursor is not one this server gave out")
+		at, row, err := parseSearchCursor(q.Cursor)
+		if err != nil {
+			return nil, "", err
 		}
-		where = append(where, "m.rowid < ?")
-		args = append(args, row)
+		if fts != "" {
+			where = append(where, "f.rowid < ?")
+			args = append(args, row)
+		} else {
+			where = append(where, "(m.captured_at < ? OR m.captured_at = ? AND m.rowid < ?)")
+			args = append(args, at, at, row)
+		}
 	}
 	args = append(args, limit+1)
 	rows, err := queryRows(ctx, db.read, scanMessageRow, "SELECT "+messageColumns+" FROM "+from+" WHERE "+
-		strings.Join(where, " AND ")+" ORDER BY m.rowid DESC LIMIT ?", args...)
+		strings.Join(where, " AND ")+" ORDER BY "+order+" LIMIT ?", args...)
 	if err != nil {
 		return nil, "", ftsError(err)
 	}
 	next := ""
 	if len(rows) > limit {
 		rows = rows[:limit]
-		next = "r" + strconv.FormatInt(rows[limit-1].RowID, 10)
+		last := rows[limit-1]
+		next = "c" + strconv.FormatInt(last.CapturedAt.UnixMilli(), 10) + "." + strconv.FormatInt(last.RowID, 10)
 	}
 	return rows, next, nil
+}
+
+func parseSearchCursor(c string) (at, row int64, err error) {
+	a, r, ok := strings.Cut(strings.TrimPrefix(c, "c"), ".")
+	at, err1 := strconv.ParseInt(a, 10, 64)
+	row, err2 := strconv.ParseInt(r, 10, 64)
+	if !strings.HasPrefix(c, "c") || !ok || err1 != nil || err2 != nil {
+		return 0, 0, app.FieldError("query.cursor", "cursor is not one this server gave out")
+	}
+	return at, row, nil
 }
 
 func likeEscape(s string) string {
