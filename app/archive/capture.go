@@ -286,5 +286,6 @@ func (s *Service) checkCaptureSource(ctx context.Context, spec ChannelSpec) erro
 // rejected is an Ingest error that will not change on a retry (the message
 // is over the size limit): the poller skips the message.
 func rejected(err error) bool {
-	return err != nil && app.ErrorCode(err) == app.EINVALID
+	var tl *TooLarge
+	return errors.As(err, &tl)
 }

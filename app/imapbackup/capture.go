@@ -154,7 +154,7 @@ func (b *backupRun) captureFolder(f folderState, req CaptureRequest) (int, error
 		}
 		return 0, err
 	}
-	defer b.s.c.Unselect().Wait()
+	defer func() { b.s.c.Unselect().Wait() }()
 	cur := req.Cursor[f.mailbox]
 	if sel.UIDValidity != cur.UIDValidity || sel.NumMessages == 0 {
 		return 0, nil // renumbered since STATUS: the next capture rebaselines

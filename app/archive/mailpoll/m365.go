@@ -155,7 +155,7 @@ func (p *Poller) pollMailbox(ctx context.Context, req archive.PollRequest, c *gr
 				if m.Removed != nil || (m.IsDraft != nil && *m.IsDraft) || m.ReceivedDateTime == nil {
 					continue
 				}
-				if m.ReceivedDateTime.Before(mc.Since) {
+				if m.ReceivedDateTime.Before(mc.Since.Truncate(time.Second)) { // Graph's times have whole seconds
 					continue
 				}
 				key := m.InternetMessageID
