@@ -153,7 +153,7 @@ function Channels({ t, channels, reload }) {
 function Overview({ t }) {
   const status = useApi('/archive/status', [], { tenant: t.hdr });
   const chain = useApi('/archive/chain', [], { tenant: t.hdr });
-  const channels = useApi('/archive/channels', [], { all: true, tenant: t.hdr });
+  const channels = useApi('/archive/channels', [], { tenant: t.hdr });
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState(null);
   const verify = async () => {

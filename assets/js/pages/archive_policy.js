@@ -134,7 +134,7 @@ export const zeroWarning = 'expires at the next retention run';
 
 function Retention({ t }) {
   const loaded = useApi('/archive/retention', [], { tenant: t.hdr });
-  const channels = useApi('/archive/channels', [], { all: true, tenant: t.hdr });
+  const channels = useApi('/archive/channels', [], { tenant: t.hdr });
   return html`<${Loaded} state=${loaded} what="Archive retention" rows=${4}>${(r) => html`<${RetentionForm} t=${t} initial=${r}
     channels=${(channels.data && channels.data.items) || []} onSaved=${loaded.reload} />`}<//>`;
 }

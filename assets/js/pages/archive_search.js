@@ -4,7 +4,7 @@
 // text in a <pre>. The body is fetched as text and never parsed as HTML,
 // so nothing in an archived message can run or load anything.
 import { html, useState, useEffect } from '../lib.js';
-import { apiAll, apiDownload, qs } from '../api.js';
+import { api, apiDownload, qs } from '../api.js';
 import { Loaded, useApi, Time, Badge, ErrorNote, Empty, Link, bytes, saveFile, navigate } from '../ui.js';
 import { ArchiveShell } from './archive.js';
 
@@ -28,7 +28,7 @@ const list = (v) => (Array.isArray(v) ? v.join(', ') : v || '');
 
 function useChannels(t) {
   const [channels, setChannels] = useState([]);
-  useEffect(() => { apiAll('/archive/channels', { tenant: t.hdr }).then((r) => setChannels(r.items)).catch(() => {}); }, [t.tenantId]);
+  useEffect(() => { api('GET', '/archive/channels', undefined, { tenant: t.hdr }).then((r) => setChannels(r.items)).catch(() => {}); }, [t.tenantId]);
   return channels;
 }
 
