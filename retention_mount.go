@@ -1,6 +1,7 @@
 package main
 
 import (
+	"backstop/app/archive"
 	"context"
 	"log/slog"
 	"path/filepath"
@@ -21,15 +22,16 @@ import (
 // temporary directories under data_dir/tmp. After a prune the repository
 // server recounts that repository's quota. It removes what a crashed run
 // left behind. Schedules are synced by syncRetentionSchedules once the
-// server is up.
+// server is up. archive, when not nil, purges each tenant's expired
+// archive messages in the same run (CONTRACT §14).
 func mountRetention(runner *jobs.Runner, db *store.DB, cfg app.Config, repos *resticrepo.Handler,
-	snapshots retention.Snapshots, logger *slog.Logger) error {
+	snapshots retention.Snapshots, archive retention.ArchivePurger, logger *slog.Logger) error {
 	r := retention.New(retention.Config{
 		Restic: cfg.Tools.Restic, TempDir: filepath.Join(cfg.DataDir, "tmp"),
 		Locate: func(id string) (string, string) {
 			return agentapi.RepositoryDir(cfg.DataDir, id), agentapi.RepositoryPasswordFile(cfg.DataDir, id)
 		},
-		Tenants: db, Endpoints: db, Policies: db, Snapshots: snapshots, Jobs: db, Pruned: repos.Rescan,
+		Tenants: db, Endpoints: db, Policies: db, Snapshots: snapshots, Jobs: db, Pruned: repos.Rescan, Archive: archive,
 		Logger: logger.With("component", "retention"),
 	})
 	runner.Register(r.Kind())
@@ -49,4 +51,13 @@ func syncRetentionSchedules(runner *jobs.Runner, db *store.DB, logger *slog.Logg
 	if err != nil {
 		logger.Error("syncing retention schedules failed", slog.Any("error", err))
 	}
+}
+
+// archivePurger is svc as the retention job's archive step, or nil (a nil
+// interface, not a nil pointer in one) when the appliance has no archive.
+func archivePurger(svc *archive.Service) retention.ArchivePurger {
+	if svc == nil {
+		return nil
+	}
+	return svc
 }

@@ -153,7 +153,7 @@ func serve(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	// Retention: the blob store's snapshots and the endpoint repositories.
-	if err := mountRetention(runner, db, cfg, repos, blobSnapshots{blobs}, logger); err != nil {
+	if err := mountRetention(runner, db, cfg, repos, blobSnapshots{blobs}, archivePurger(archiveSvc), logger); err != nil {
 		return err
 	}
 	// Memory goes back to the OS after 30 s without a request (idle_trim.go).
