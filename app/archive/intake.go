@@ -294,11 +294,7 @@ func (in *intake) commit(tenant string, q []*pendingCapture) error {
 		return fmt.Errorf("archive: committing %d captures: %w", len(q), err)
 	}
 	_ = first
-	in.mu.Lock()
-	if _, ok := in.due[tenant]; !ok {
-		in.due[tenant] = s.cfg.Now()
-	}
-	in.mu.Unlock()
+	in.due1(tenant)
 	for _, c := range []chan struct{}{in.wake, in.spooled} {
 		select {
 		case c <- struct{}{}:
@@ -349,5 +345,23 @@ func (s *Service) OpenContent(ctx context.Context, tenantID, messageID string) (
 			return f, err
 		}
 		return s.openBlobs(ctx, tenantID, m.Content)
+	}
+}
+
+// due1 schedules a checkpoint of the tenant (CONTRACT §14: within the
+// interval of any new record), unless one is already due.
+func (in *intake) due1(tenant string) {
+	in.mu.Lock()
+	if _, ok := in.due[tenant]; !ok {
+		in.due[tenant] = in.s.cfg.Now()
+	}
+	in.mu.Unlock()
+}
+
+// recordsAppended schedules a checkpoint after records other than
+// captures (holds, releases, tombstones) were appended.
+func (s *Service) recordsAppended(tenant string) {
+	if s.intake != nil {
+		s.intake.due1(tenant)
 	}
 }

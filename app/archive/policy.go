@@ -215,6 +215,7 @@ func (s *Service) CreateHold(ctx context.Context, spec HoldSpec) (*Hold, error) 
 	if err != nil {
 		return nil, err
 	}
+	s.recordsAppended(h.TenantID)
 	s.log.Info("legal hold placed", "tenant_id", h.TenantID, "hold_id", h.ID, "record_index", h.RecordIndex)
 	return h, nil
 }
@@ -243,6 +244,7 @@ func (s *Service) ReleaseHold(ctx context.Context, tenantID, id, reason, by stri
 	if err != nil {
 		return nil, err
 	}
+	s.recordsAppended(h.TenantID)
 	s.log.Info("legal hold released", "tenant_id", h.TenantID, "hold_id", h.ID, "record_index", *h.ReleaseRecordIndex)
 	return h, nil
 }

@@ -133,6 +133,7 @@ func (s *Service) purgeBatch(ctx context.Context, tenantID string, expired []*Me
 	if err != nil {
 		return nil, held, err
 	}
+	s.recordsAppended(tenantID)
 	return purged, held, nil
 }
 
