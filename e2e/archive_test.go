@@ -287,7 +287,7 @@ func TestArchive(t *testing.T) {
 		{"/ui/archive/search", "Contract draft", "79-phone-archive-search"},
 		{"/ui/archive/holds", "Contract dispute", "79-phone-archive-holds"},
 		{"/ui/archive/retention", "Run retention now", "79-phone-archive-retention"},
-		{"/ui/archive/evidence", "Verifier key", "79-phone-archive-evidence"},
+		{"/ui/archive/evidence", "backstop archive verify-evidence", "79-phone-archive-evidence"},
 	} {
 		p.open(pg.path)
 		p.waitText(pg.wait)
