@@ -314,11 +314,7 @@ func (in *intake) commit(tenant string, q []*pendingCapture) error {
 		return fmt.Errorf("archive: committing %d captures: %w", len(q), err)
 	}
 	_ = first
-	in.mu.Lock()
-	if _, ok := in.due[tenant]; !ok {
-		in.due[tenant] = s.cfg.Now()
-	}
-	in.mu.Unlock()
+	in.due1(tenant)
 	for _, c := range []chan struct{}{in.wake, in.spooled} {
 		select {
 		case c <- struct{}{}:
@@ -369,5 +365,27 @@ func (s *Service) OpenContent(ctx context.Context, tenantID, messageID string) (
 			return f, err
 		}
 		return s.openBlobs(ctx, tenantID, m.Content)
+	}
+}
+
+// due1 schedules a checkpoint of the tenant (CONTRACT §14: within the
+// interval of any new record), unless one is already due.
+func (in *intake) due1(tenant string) {
+	in.mu.Lock()
+	if _, ok := in.due[tenant]; !ok {
+		in.due[tenant] = in.s.cfg.Now()
+	}
+	in.mu.Unlock()
+}
+
+// appended tells the checkpointer that the tenant has records past its
+// checkpoint other than captures (a hold, release or tombstone), so one is
+// signed within CheckpointEvery as for captures.
+func (s *Service) appended(tenant string) {
+	in := s.intake
+	in.due1(tenant)
+	select {
+	case in.wake <- struct{}{}:
+	default:
 	}
 }

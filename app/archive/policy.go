@@ -250,22 +250,6 @@ func (s *Service) ReleaseHold(ctx context.Context, tenantID, id, reason, by stri
 	return h, nil
 }
 
-// appended tells the intake's checkpointer that the tenant has records
-// past its checkpoint (a hold, release or tombstone), so one is signed
-// within CheckpointEvery as for captures.
-func (s *Service) appended(tenantID string) {
-	in := s.intake
-	in.mu.Lock()
-	if _, ok := in.due[tenantID]; !ok {
-		in.due[tenantID] = s.cfg.Now()
-	}
-	in.mu.Unlock()
-	select {
-	case in.wake <- struct{}{}:
-	default:
-	}
-}
-
 // Hold returns one hold (tenantID "": any tenant's).
 func (s *Service) Hold(ctx context.Context, tenantID, id string) (*Hold, error) {
 	return s.cfg.Store.ArchiveHold(ctx, tenantID, id)

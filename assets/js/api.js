@@ -83,21 +83,26 @@ async function failure(res, opts) {
 }
 
 /**
- * Calls an API route that answers a file (the appliance key) and resolves
- * with {blob, filename}; a refusal is an ApiError as with api().
+ * Calls an API route that answers a file (the appliance key, an archived
+ * message, an evidence report) and resolves with {blob, filename}; a
+ * refusal is an ApiError as with api(). opts: body (sent as JSON), accept
+ * (the Accept header), tenant (X-Service-Tenant, only when given).
  */
 export async function apiDownload(method, path, opts = {}) {
-  const headers = { Accept: 'application/octet-stream, application/problem+json' };
+  const headers = { Accept: (opts.accept || 'application/octet-stream') + ', application/problem+json' };
   if (method !== 'GET' && method !== 'HEAD') headers['X-CSRF-Token'] = csrfToken;
+  if (opts.body !== undefined) headers['Content-Type'] = 'application/json';
+  if (opts.tenant) headers['X-Service-Tenant'] = opts.tenant;
   let res;
   try {
-    res = await fetch('/api/v1' + path, { method, headers, credentials: 'same-origin' });
+    res = await fetch('/api/v1' + path, { method, headers, credentials: 'same-origin',
+      body: opts.body === undefined ? undefined : JSON.stringify(opts.body) });
   } catch {
     throw new ApiError(0, { detail: 'The appliance could not be reached. Check the network connection and try again.' });
   }
   if (!res.ok) throw await failure(res, opts);
   const m = /filename="?([^";]+)"?/.exec(res.headers.get('Content-Disposition') || '');
-  return { blob: await res.blob(), filename: m ? m[1] : 'download' };
+  return { blob: await res.blob(), filename: m ? m[1] : opts.filename || 'download' };
 }
 
 async function refreshCsrf() {

@@ -14,6 +14,9 @@ import { StoragePage } from './pages/storage.js';
 import { EmailAccountsPage, EmailAccountPage } from './pages/email.js';
 import { M365TenantsPage, M365TenantPage } from './pages/m365.js';
 import { ObjectPage } from './pages/m365object.js';
+import { ArchivePage } from './pages/archive.js';
+import { ArchiveSearchPage, ArchiveMessagePage } from './pages/archive_search.js';
+import { ArchiveHoldsPage, ArchiveRetentionPage, ArchiveEvidencePage } from './pages/archive_policy.js';
 import { DirectoryPage } from './pages/directory.js';
 import { BillingPage } from './pages/billing.js';
 import { KeysPage } from './pages/keys.js';
@@ -33,6 +36,12 @@ const routes = [
   ['/ui/m365', M365TenantsPage, 'Microsoft 365', 'Overview'],
   ['/ui/m365/:id', M365TenantPage],
   ['/ui/objects/:id', ObjectPage],
+  ['/ui/archive', ArchivePage, 'Archive', 'Overview'],
+  ['/ui/archive/search', ArchiveSearchPage],
+  ['/ui/archive/messages/:id', ArchiveMessagePage],
+  ['/ui/archive/holds', ArchiveHoldsPage],
+  ['/ui/archive/retention', ArchiveRetentionPage],
+  ['/ui/archive/evidence', ArchiveEvidencePage],
   ['/ui/directory', DirectoryPage, 'Directory', 'Overview'],
   ['/ui/directory/billing', BillingPage],
   ['/ui/jobs', JobsPage, 'Jobs', 'Overview'],

@@ -11,7 +11,8 @@ const finished = (s) => !['queued', 'running'].includes(s);
 /** The page of a job's target, when the interface has one. */
 const targetHref = (t) => (t.type === 'endpoint' ? '/ui/endpoints/' + encodeURIComponent(t.id)
   : t.type === 'protected_object' ? '/ui/objects/' + encodeURIComponent(t.id)
-  : t.type === 'source' ? '/ui/m365/' + encodeURIComponent(t.id) : '');
+  : t.type === 'source' ? '/ui/m365/' + encodeURIComponent(t.id)
+  : t.type === 'archive' ? '/ui/archive' : '');
 
 export function JobsPage() {
   const params = new URLSearchParams(location.search);
