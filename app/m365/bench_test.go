@@ -3,6 +3,7 @@ package m365
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -188,7 +189,11 @@ func TestBenchChild(t *testing.T) {
 	if v := os.Getenv("SERVICE_MEMORY_SOFT_LIMIT_MIB"); v != "" {
 		fmt.Sscan(v, &mib)
 	}
-	fmt.Printf("bench.softLimit=%d MiB\n", app.ApplyMemoryLimit(mib)>>20)
+	if limit := app.ApplyMemoryLimit(mib); limit == math.MaxInt64 {
+		fmt.Printf("bench.softLimit=none\n")
+	} else {
+		fmt.Printf("bench.softLimit=%d MiB\n", limit>>20)
+	}
 	st, tenant := openStore(t, os.Getenv("M365_BENCH_DATA"))
 	users := strings.Split(os.Getenv("M365_BENCH_USERS"), ",")
 	c, err := graph.New(graph.Config{GraphURL: os.Getenv("M365_BENCH_GRAPH"), LoginURL: os.Getenv("M365_BENCH_LOGIN"),
