@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/netip"
@@ -45,6 +46,9 @@ func serve(ctx context.Context, args []string, e env) error {
 	}
 	logger := newLogger(cfg, e)
 	started := time.Now()
+	if limit := app.ApplyMemoryLimit(cfg.Memory.SoftLimitMiB); limit != math.MaxInt64 {
+		logger.Info("memory soft limit", "mib", limit>>20)
+	}
 
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)

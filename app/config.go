@@ -2,9 +2,12 @@ package app
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"net/url"
+	"os"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -84,6 +87,34 @@ type Config struct {
 		// limit of 4 applies within it).
 		MaxConcurrency int `mapstructure:"max_concurrency"`
 	} `mapstructure:"graph"`
+	// Memory tunes the Go runtime's memory use.
+	Memory struct {
+		// SoftLimitMiB is the Go runtime's soft memory limit
+		// (debug.SetMemoryLimit): as the process nears it, the garbage
+		// collector runs earlier than GOGC alone would, so a burst (50
+		// mailboxes backing up at once) does not double the heap. It is
+		// soft: nothing fails above it, and the collector never takes
+		// more than about half the CPU for it. 0: no limit (GOGC only).
+		// GOMEMLIMIT in the environment wins over it.
+		SoftLimitMiB int `mapstructure:"soft_limit_mib"`
+	} `mapstructure:"memory"`
+}
+
+// DefaultMemorySoftLimitMiB is the default of memory.soft_limit_mib.
+const DefaultMemorySoftLimitMiB = 100
+
+// ApplyMemoryLimit sets the Go runtime's soft memory limit to mib MiB
+// (0: none) unless GOMEMLIMIT is set in the environment, which wins. It
+// returns the limit in force afterwards, in bytes (math.MaxInt64: none).
+func ApplyMemoryLimit(mib int) int64 {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		limit := int64(math.MaxInt64)
+		if mib > 0 {
+			limit = int64(mib) << 20
+		}
+		debug.SetMemoryLimit(limit)
+	}
+	return debug.SetMemoryLimit(-1)
 }
 
 // TLSConfig selects how the listener serves TLS.
@@ -123,6 +154,7 @@ func DefaultConfig() Config {
 	c.Endpoints.SilentAfter.Client = 72 * time.Hour
 	c.Storage.MinFreeBytes = DefaultMinFreeBytes
 	c.Graph.MaxConcurrency = graph.DefaultMaxConcurrency
+	c.Memory.SoftLimitMiB = DefaultMemorySoftLimitMiB
 	return c
 }
 
@@ -221,6 +253,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Graph.MaxConcurrency < 1 || c.Graph.MaxConcurrency > 10000 {
 		return bad("graph.max_concurrency", "must be between 1 and 10000, got %d", c.Graph.MaxConcurrency)
+	}
+	if c.Memory.SoftLimitMiB != 0 && (c.Memory.SoftLimitMiB < 64 || c.Memory.SoftLimitMiB > 1<<20) {
+		return bad("memory.soft_limit_mib", "must be 0 (no limit) or between 64 and 1048576, got %d", c.Memory.SoftLimitMiB)
 	}
 	if c.Storage.MinFreeBytes < 0 {
 		return bad("storage.min_free_bytes", "must be 0 or a number of bytes, got %d", c.Storage.MinFreeBytes)

@@ -138,8 +138,10 @@ func (s *Store) underLock(ts *tenantState, live map[app.BlobID]struct{}, fn func
 	defer ts.rw.Unlock()
 	for w := range ts.writers {
 		w.mu.Lock()
-		for id := range w.used {
-			live[id] = struct{}{}
+		for id, b := range w.blobs {
+			if b&blobUsed != 0 {
+				live[id] = struct{}{}
+			}
 		}
 		w.mu.Unlock()
 	}

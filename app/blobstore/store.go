@@ -30,6 +30,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"time"
 
@@ -83,6 +84,9 @@ type Store struct {
 	keys    map[string]*tenantKeys
 	ensured map[string]bool // target + "/" + tenant: marker and key file written
 	tenants map[string]*tenantState
+	// sealSlots bounds the blobs being compressed and encrypted at once
+	// over every writer (GOMAXPROCS).
+	sealSlots chan struct{}
 }
 
 // tenantState coordinates writers and garbage collection of one tenant.
@@ -121,7 +125,7 @@ func New(cfg Config) (*Store, error) {
 		cfg.Uploads = 2
 	}
 	return &Store{cfg: cfg, log: cfg.Logger, keys: map[string]*tenantKeys{}, ensured: map[string]bool{},
-		tenants: map[string]*tenantState{}}, nil
+		tenants: map[string]*tenantState{}, sealSlots: make(chan struct{}, runtime.GOMAXPROCS(0))}, nil
 }
 
 // spoolPrefix names the packs being assembled in TempDir.

@@ -12,7 +12,6 @@ import (
 	"hash"
 	"io"
 	"os"
-	"runtime"
 	"slices"
 	"sync"
 	"syscall"
@@ -47,10 +46,12 @@ const (
 )
 
 var (
-	firstPool = sync.Pool{New: func() any { b := make([]byte, smallRead); return &b }}
-	smallPool = sync.Pool{New: func() any { b := make([]byte, smallItem+1); return &b }}
-	chunkPool = sync.Pool{New: func() any { b := make([]byte, 2*chunkMax); return &b }}
-	plainPool = sync.Pool{New: func() any { b := make([]byte, 0, chunkMax+1); return &b }}
+	firstPool  = sync.Pool{New: func() any { b := make([]byte, smallRead); return &b }}
+	smallPool  = sync.Pool{New: func() any { b := make([]byte, smallItem+1); return &b }}
+	chunkPool  = sync.Pool{New: func() any { b := make([]byte, 2*chunkMax); return &b }}
+	plainPool  = sync.Pool{New: func() any { b := make([]byte, 0, chunkMax+1); return &b }}
+	plainSmall = sync.Pool{New: func() any { b := make([]byte, 0, smallPlain); return &b }}
+	sealedPool = sync.Pool{New: func() any { return new([]byte) }}
 )
 
 // Content is where an item's bytes are: their size, SHA-256 and the blobs
@@ -94,20 +95,23 @@ type Writer struct {
 	targetID string
 	backend  Backend
 
-	mu      sync.Mutex
-	cur     *packFile
-	known   map[app.BlobID]struct{} // stored by this writer
-	used    map[app.BlobID]struct{} // referenced by this writer (garbage collection keeps them)
-	done    []indexPack             // uploaded, not yet in an index file
+	mu  sync.Mutex
+	cur *packFile
+	// blobs are the blobs stored (blobKnown) or referenced (blobUsed) by
+	// this writer: garbage collection keeps the used ones.
+	blobs   map[app.BlobID]uint8
+	done    []indexPack // uploaded, not yet in an index file
 	err     error
 	stats   WriterStats
 	closed  bool
 	uploads chan *packFile
 	pending sync.WaitGroup // packs handed to uploaders
 	workers sync.WaitGroup
-	seals   chan sealJob   // new blobs for the sealers
-	sealing sync.WaitGroup // blobs handed to the sealers, not yet in a pack
-	sealers sync.WaitGroup
+	// sealing counts the blobs being sealed, not yet in a pack (or whose
+	// full pack is not yet with an uploader); inflight bounds them, so a
+	// writer whose uploads are slow stops taking blobs.
+	sealing  sync.WaitGroup
+	inflight chan struct{}
 
 	// repack: a collection's writer. Its packs are not added to the
 	// catalogue on upload but returned in records, for the collection to
@@ -115,6 +119,12 @@ type Writer struct {
 	repack  bool
 	records []app.PackRecord
 }
+
+// Bits of Writer.blobs.
+const (
+	blobKnown uint8 = 1 << iota // stored by this writer (or being stored)
+	blobUsed                    // referenced by this writer's items
+)
 
 // packFile is a pack being assembled: blobs are written to a temporary
 // file as they come (on the target's own file system when it is local, in
@@ -157,7 +167,8 @@ func (s *Store) newWriter(ctx context.Context, tenantID string, repack bool) (*W
 		return nil, Failure(targetID, err)
 	}
 	w := &Writer{s: s, tenantID: tenantID, keys: keys, ts: s.tenant(tenantID), targetID: targetID, backend: b,
-		known: map[app.BlobID]struct{}{}, used: map[app.BlobID]struct{}{}, uploads: make(chan *packFile), repack: repack}
+		blobs: map[app.BlobID]uint8{}, uploads: make(chan *packFile), repack: repack,
+		inflight: make(chan struct{}, 2*cap(s.sealSlots))}
 	w.cur = w.newPack()
 	if !repack {
 		w.ts.rw.Lock()
@@ -170,12 +181,6 @@ func (s *Store) newWriter(ctx context.Context, tenantID string, repack bool) (*W
 	for range s.cfg.Uploads {
 		w.workers.Add(1)
 		go w.uploader()
-	}
-	n := runtime.GOMAXPROCS(0)
-	w.seals = make(chan sealJob, 2*n)
-	for range n {
-		w.sealers.Add(1)
-		go w.sealer()
 	}
 	return w, nil
 }
@@ -284,8 +289,8 @@ func (w *Writer) add(ctx context.Context, typ byte, id app.BlobID, plain []byte)
 		defer w.mu.Unlock()
 		return w.err
 	}
-	if _, ok := w.known[id]; ok {
-		w.used[id] = struct{}{}
+	if w.blobs[id]&blobKnown != 0 {
+		w.blobs[id] |= blobUsed
 		w.mu.Unlock()
 		return nil
 	}
@@ -295,7 +300,7 @@ func (w *Writer) add(ctx context.Context, typ byte, id app.BlobID, plain []byte)
 	found, err := w.s.cfg.Catalog.LookupBlobs(ctx, w.tenantID, []app.BlobID{id})
 	if err == nil && len(found) > 0 {
 		w.mu.Lock()
-		w.used[id] = struct{}{}
+		w.blobs[id] |= blobUsed
 		w.mu.Unlock()
 	}
 	w.ts.rw.RUnlock()
@@ -303,35 +308,44 @@ func (w *Writer) add(ctx context.Context, typ byte, id app.BlobID, plain []byte)
 		return err
 	}
 
-	// Reserve the blob, then hand it to the sealers: compression and
-	// encryption run beside the caller's chunking and hashing.
+	// Reserve the blob, then seal it beside the caller's chunking and
+	// hashing: compression and encryption take one of the store's sealing
+	// slots (GOMAXPROCS for every writer together), and the blob is copied
+	// only once it has one, so the plaintext held for sealing is bounded
+	// by the CPUs, not by the writers open.
 	w.mu.Lock()
-	if _, ok := w.known[id]; ok { // another goroutine is storing it
-		w.used[id] = struct{}{}
+	if w.blobs[id]&blobKnown != 0 { // another goroutine is storing it
+		w.blobs[id] |= blobUsed
 		w.mu.Unlock()
 		return nil
 	}
-	w.known[id], w.used[id] = struct{}{}, struct{}{}
+	w.blobs[id] = blobKnown | blobUsed
 	w.stats.NewBlobs++
 	w.stats.NewBytes += int64(len(plain))
 	w.mu.Unlock()
-	job := sealJob{typ: typ, id: id}
-	if len(plain) <= smallPlain {
-		job.plain = bytes.Clone(plain)
-	} else {
-		job.buf = plainPool.Get().(*[]byte)
-		job.plain = append((*job.buf)[:0], plain...)
-	}
-	w.sealing.Add(1)
 	select {
-	case w.seals <- job:
-		return nil
+	case w.inflight <- struct{}{}:
 	case <-ctx.Done():
-		w.sealing.Done()
-		job.release()
 		w.setErr(ctx.Err())
 		return ctx.Err()
 	}
+	select {
+	case w.s.sealSlots <- struct{}{}:
+	case <-ctx.Done():
+		<-w.inflight
+		w.setErr(ctx.Err())
+		return ctx.Err()
+	}
+	job := sealJob{typ: typ, id: id}
+	if len(plain) <= smallPlain {
+		job.buf, job.pool = plainSmall.Get().(*[]byte), &plainSmall
+	} else {
+		job.buf, job.pool = plainPool.Get().(*[]byte), &plainPool
+	}
+	job.plain = append((*job.buf)[:0], plain...)
+	w.sealing.Add(1)
+	go w.seal(job)
+	return nil
 }
 
 // sealJob is one new blob on its way to a pack.
@@ -339,43 +353,42 @@ type sealJob struct {
 	typ   byte
 	id    app.BlobID
 	plain []byte
-	buf   *[]byte // plain's pooled buffer; nil for a small blob's exact copy
+	buf   *[]byte // plain's pooled buffer
+	pool  *sync.Pool
 }
 
-func (j *sealJob) release() {
-	if j.buf != nil {
-		plainPool.Put(j.buf)
-	}
-}
-
-// sealer compresses and encrypts blobs and appends them to the open pack.
-func (w *Writer) sealer() {
-	defer w.sealers.Done()
-	sp := new([]byte)
-	for j := range w.seals {
-		w.seal(j, sp)
-		w.sealing.Done()
-	}
-}
-
-func (w *Writer) seal(j sealJob, sp *[]byte) {
-	defer j.release()
-	if w.failed() != nil {
-		return
-	}
-	sealed := w.keys.sealBlob((*sp)[:0], j.typ, j.id, j.plain)
-	*sp = sealed[:0]
-	w.mu.Lock()
-	full, err := w.appendLocked(j.typ, j.id, sealed, int64(len(j.plain)))
-	if err != nil && w.err == nil {
-		w.err = err
-	}
-	w.mu.Unlock()
+// seal compresses and encrypts a blob, holding a sealing slot of the store,
+// and appends it to the open pack. A pack that this fills goes to the
+// uploaders after the slot is given back: a writer whose uploads are slow
+// holds up its own blobs only.
+func (w *Writer) seal(j sealJob) {
+	defer w.sealing.Done()
+	defer func() { <-w.inflight }()
+	full, err := w.sealAppend(j)
+	<-w.s.sealSlots
 	if err != nil {
 		w.s.cfg.Targets.WriteFailed(w.targetID, err)
 		return
 	}
 	w.send(context.Background(), full)
+}
+
+func (w *Writer) sealAppend(j sealJob) (*packFile, error) {
+	defer j.pool.Put(j.buf)
+	if w.failed() != nil {
+		return nil, nil
+	}
+	sp := sealedPool.Get().(*[]byte)
+	defer sealedPool.Put(sp)
+	sealed := w.keys.sealBlob((*sp)[:0], j.typ, j.id, j.plain)
+	*sp = sealed[:0]
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	full, err := w.appendLocked(j.typ, j.id, sealed, int64(len(j.plain)))
+	if err != nil && w.err == nil {
+		w.err = err
+	}
+	return full, err
 }
 
 // appendLocked writes a stored blob to the open pack (w.mu held) and
@@ -393,7 +406,7 @@ func (w *Writer) appendLocked(typ byte, id app.BlobID, stored []byte, rawLength 
 		return nil, spoolFailure(w.targetID, err)
 	}
 	p.hash.Write(stored)
-	w.known[id] = struct{}{}
+	w.blobs[id] |= blobKnown
 	p.entries = append(p.entries, app.BlobEntry{ID: id, Type: typ, Offset: p.size, Length: int64(len(stored)), RawLength: rawLength})
 	p.size += int64(len(stored))
 	if p.size < int64(w.s.cfg.PackSize) {
@@ -438,7 +451,7 @@ func (w *Writer) appendStored(ctx context.Context, e app.BlobEntry, stored []byt
 		defer w.mu.Unlock()
 		return w.err
 	}
-	if _, ok := w.known[e.ID]; ok {
+	if w.blobs[e.ID]&blobKnown != 0 {
 		w.mu.Unlock()
 		return nil
 	}
@@ -577,8 +590,7 @@ func (w *Writer) Close() error {
 	}
 	w.closed = true
 	w.mu.Unlock()
-	close(w.seals)
-	w.sealers.Wait()
+	w.sealing.Wait()
 	close(w.uploads)
 	w.workers.Wait()
 	w.mu.Lock()
@@ -590,8 +602,10 @@ func (w *Writer) Close() error {
 	w.ts.rw.Lock()
 	delete(w.ts.writers, w)
 	if w.ts.collecting {
-		for id := range w.used {
-			w.ts.closedUsed[id] = struct{}{}
+		for id, b := range w.blobs {
+			if b&blobUsed != 0 {
+				w.ts.closedUsed[id] = struct{}{}
+			}
 		}
 	}
 	w.ts.rw.Unlock()

@@ -32,7 +32,8 @@ type SubscribedSku struct {
 	SkuPartNumber string `json:"skuPartNumber"`
 }
 
-// Users pages through every user (999 per page), calling fn per page.
+// Users pages through every user (999 per page), calling fn per page (up to
+// pageBatch users at a time).
 func (c *Client) Users(ctx context.Context, fn func([]User) error) error {
 	_, err := pagesOf(ctx, c, ScopeDirectory,
 		"/users?$select=id,displayName,mail,userPrincipalName,accountEnabled,userType,assignedLicenses&$top=999",

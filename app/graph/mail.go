@@ -110,8 +110,9 @@ const MessageSelect = "id,internetMessageId,subject,from,receivedDateTime,sentDa
 const deltaPageSize = 500
 
 // MessagesDelta runs the folder's message delta: from deltaLink when set
-// (an incremental), else from the start; fn gets each page (entries may
-// repeat: the last one wins; @removed entries are removals). It returns
+// (an incremental), else from the start; fn gets the entries in order, up
+// to pageBatch at a time (entries may repeat: the last one wins; @removed
+// entries are removals). It returns
 // the new deltaLink. An expired or invalid token is an *Error with code
 // syncStateNotFound or resyncRequired, or status 410.
 func (c *Client) MessagesDelta(ctx context.Context, userID, folderID, deltaLink string, fn func([]Message) error) (string, error) {

@@ -3,16 +3,19 @@ package m365
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"backstop/app"
 	"backstop/app/blobstore"
 	"backstop/app/graph"
 	"backstop/app/graph/graphtest"
@@ -101,8 +104,8 @@ func BenchmarkMailboxes(b *testing.B) {
 		b.ReportMetric(ratio, "ratio")
 		b.ReportMetric(inc, "s/50-incremental")
 		b.ReportMetric(hwm/1024, "MiB-peak-RSS")
-		b.Logf("child memory: %s", kv["mem"])
-		b.Logf("child peak RSS after the full round: %s", kv["fullVmHWM"])
+		b.Logf("child memory: %s; soft limit %s", kv["mem"], kv["softLimit"])
+		b.Logf("child peak RSS after the full round: %s; %s", kv["fullVmHWM"], kv["fullLive"])
 		b.Logf("one mailbox × %d: %.2f s; %d mailboxes in parallel: %.2f s (%.2f×); incremental of %d unchanged: %.2f s; child peak RSS %.0f MiB; fake stats %+v",
 			benchMessages, one.Seconds(), benchMailboxes, full, ratio, benchMailboxes, inc, hwm/1024, stats)
 		if stats.Violations != 0 {
@@ -158,6 +161,9 @@ func runBenchChild(b *testing.B, fake *graphtest.Server, users []string) map[str
 	cmd.Env = append(os.Environ(), "M365_BENCH_CHILD=1", "M365_BENCH_GRAPH="+fake.GraphURL(),
 		"M365_BENCH_LOGIN="+fake.LoginURL(), "M365_BENCH_USERS="+strings.Join(users, ","), "M365_BENCH_DATA="+b.TempDir())
 	out, err := cmd.CombinedOutput()
+	if p := os.Getenv("M365_BENCH_CHILD_OUT"); p != "" { // e.g. with GODEBUG=gctrace=1
+		os.WriteFile(p, out, 0o644)
+	}
 	if err != nil {
 		b.Fatalf("child: %v\n%s", err, out)
 	}
@@ -177,6 +183,17 @@ func TestBenchChild(t *testing.T) {
 	if os.Getenv("M365_BENCH_CHILD") == "" {
 		t.Skip("started by BenchmarkMailboxes only")
 	}
+	// The memory soft limit serve runs with when nothing configures it
+	// (SERVICE_MEMORY_SOFT_LIMIT_MIB overrides it as it does for serve).
+	mib := app.DefaultConfig().Memory.SoftLimitMiB
+	if v := os.Getenv("SERVICE_MEMORY_SOFT_LIMIT_MIB"); v != "" {
+		fmt.Sscan(v, &mib)
+	}
+	if limit := app.ApplyMemoryLimit(mib); limit == math.MaxInt64 {
+		fmt.Printf("bench.softLimit=none\n")
+	} else {
+		fmt.Printf("bench.softLimit=%d MiB\n", limit>>20)
+	}
 	st, tenant := openStore(t, os.Getenv("M365_BENCH_DATA"))
 	users := strings.Split(os.Getenv("M365_BENCH_USERS"), ",")
 	c, err := graph.New(graph.Config{GraphURL: os.Getenv("M365_BENCH_GRAPH"), LoginURL: os.Getenv("M365_BENCH_LOGIN"),
@@ -186,8 +203,12 @@ func TestBenchChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	run := func(prev map[string][]*BackupResult) (time.Duration, map[string][]*BackupResult) {
-		out := map[string][]*BackupResult{}
+	stopWatch := watchLiveHeap()
+	// As the appliance runs a job: the previous manifest is read from the
+	// store when the job starts, and the result is dropped once committed
+	// (only the snapshot's id is kept for the next round).
+	run := func(prev map[string]string) (time.Duration, map[string]string) {
+		out := map[string]string{}
 		var mu sync.Mutex
 		var wg sync.WaitGroup
 		start := time.Now()
@@ -195,22 +216,27 @@ func TestBenchChild(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				var prevItems = prevOf(prev, u)
-				res, err := backupCommit(ctx, st, tenant, c, u, prevItems)
+				prevItems, err := snapshotItems(ctx, st, prev[u])
+				if err != nil {
+					t.Errorf("%s: %v", u, err)
+					return
+				}
+				res, snap, err := backupCommit(ctx, st, tenant, c, u, prevItems)
 				if err != nil || res.Count != benchMessages {
 					t.Errorf("%s: %v %+v", u, err, res)
 					return
 				}
 				mu.Lock()
-				out[u] = []*BackupResult{res}
+				out[u] = snap.ID
 				mu.Unlock()
 			}()
 		}
 		wg.Wait()
 		return time.Since(start), out
 	}
-	full, results := run(nil)
+	full, snaps := run(nil)
 	fmt.Printf("bench.fullVmHWM=%s\n", vmHWM())
+	fmt.Printf("bench.fullLive=%s\n", stopWatch())
 	if os.Getenv("M365_BENCH_PROFILE") != "" {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
@@ -220,9 +246,48 @@ func TestBenchChild(t *testing.T) {
 		pprof.WriteHeapProfile(f)
 		f.Close()
 	}
-	inc, _ := run(results)
+	inc, _ := run(snaps)
 	fmt.Printf("bench.full=%.3f\nbench.incremental=%.3f\n", full.Seconds(), inc.Seconds())
 	fmt.Printf("bench.VmHWM=%s\n", vmHWM())
+}
+
+// watchLiveHeap samples the live heap (as of the last GC) every 50 ms
+// and, with M365_BENCH_PROFILE set, writes a heap profile to
+// M365_BENCH_PROFILE.peak whenever the live heap reaches a new high (10 %
+// above the last one written). The returned func stops it and says the
+// highest live heap and the GC cycles so far.
+func watchLiveHeap() func() string {
+	samples := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/cycles/total:gc-cycles"}}
+	stop, done := make(chan struct{}), make(chan struct{})
+	var peak, written uint64
+	go func() {
+		defer close(done)
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+			metrics.Read(samples)
+			live := samples[0].Value.Uint64()
+			peak = max(peak, live)
+			if p := os.Getenv("M365_BENCH_PROFILE"); p != "" && live > written+written/10 {
+				written = live
+				if f, err := os.Create(p + ".peak"); err == nil {
+					pprof.WriteHeapProfile(f)
+					f.Close()
+				}
+			}
+		}
+	}()
+	return func() string {
+		close(stop)
+		<-done
+		metrics.Read(samples)
+		return fmt.Sprintf("peak live heap %d MiB, %d GC cycles", peak>>20, samples[1].Value.Uint64())
+	}
 }
 
 func vmHWM() string {
@@ -237,17 +302,17 @@ func vmHWM() string {
 
 // backupCommit is a backup and its commit, as the protected-object layer
 // runs it (without reading the manifest back).
-func backupCommit(ctx context.Context, st *blobstore.Store, tenant string, c *graph.Client, user string, prev []blobstore.Item) (*BackupResult, error) {
+func backupCommit(ctx context.Context, st *blobstore.Store, tenant string, c *graph.Client, user string, prev []blobstore.Item) (*BackupResult, *app.Snapshot, error) {
 	w, err := st.NewWriter(ctx, tenant)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer w.Close()
 	res, err := BackupMailbox(ctx, c, user, w, prev, nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	_, err = w.Commit(ctx, blobstore.SnapshotSpec{ProtectedObjectID: "po_" + user}, func(yield func(blobstore.Item) error) error {
+	snap, err := w.Commit(ctx, blobstore.SnapshotSpec{ProtectedObjectID: "po_" + user}, func(yield func(blobstore.Item) error) error {
 		for _, it := range res.Items {
 			if err := yield(it); err != nil {
 				return err
@@ -255,12 +320,19 @@ func backupCommit(ctx context.Context, st *blobstore.Store, tenant string, c *gr
 		}
 		return nil
 	})
-	return res, err
+	return res, snap, err
 }
 
-func prevOf(prev map[string][]*BackupResult, u string) []blobstoreItem {
-	if prev == nil || len(prev[u]) == 0 {
-		return nil
+// snapshotItems is a snapshot's manifest, read as the protected-object
+// layer reads the previous one (nil for none).
+func snapshotItems(ctx context.Context, st *blobstore.Store, snapshotID string) ([]blobstore.Item, error) {
+	if snapshotID == "" {
+		return nil, nil
 	}
-	return prev[u][0].Items
+	var items []blobstore.Item
+	err := st.Items(ctx, snapshotID, func(it blobstore.Item) error {
+		items = append(items, it)
+		return nil
+	})
+	return items, err
 }

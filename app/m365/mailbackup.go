@@ -20,17 +20,63 @@ import (
 // mailbox; more workers would only queue there.
 var FetchWorkers = 4
 
-// mailMessage is one message of a folder as the sync sees it.
+// mailMessage is one message of a folder as the sync sees it: what its
+// MessageMeta will say, held compactly (50 mailboxes at once hold tens of
+// thousands of these); the meta is encoded once, for the manifest.
 type mailMessage struct {
-	meta    MessageMeta
-	content *blobstore.Content // nil until stored or known
+	graphID           string
+	internetMessageID string
+	subject           string
+	from              string
+	changeKey         string
+	categories        []string
+	received, sent    time.Time          // when hasReceived, hasSent
+	content           *blobstore.Content // nil until stored or known
 	// prev is the message's item in the previous snapshot; while no
 	// delta entry touched the message (dirty false) it is carried over
-	// as it is, without encoding its meta again.
-	prev   *blobstore.Item
-	dirty  bool
-	failed bool // could not be read: the previous version stays
-	gone   bool // deleted since it was listed
+	// as it is, without encoding its meta again. prevChangeKey is the
+	// change key it had then; neither changes during the backup.
+	prev          *blobstore.Item
+	prevChangeKey string
+
+	hasReceived, hasSent bool
+	isRead, flagged      bool
+	dirty                bool
+	failed               bool // could not be read: the previous version stays
+	gone                 bool // deleted since it was listed
+}
+
+// setMeta takes a previous snapshot's meta.
+func (m *mailMessage) setMeta(mm *MessageMeta) {
+	m.graphID, m.internetMessageID, m.subject, m.from = mm.GraphID, mm.InternetMessageID, mm.Subject, mm.From
+	m.changeKey, m.categories, m.isRead, m.flagged = mm.ChangeKey, mm.Categories, mm.IsRead, mm.Flagged
+	if mm.ReceivedDateTime != nil {
+		m.received, m.hasReceived = mm.ReceivedDateTime.UTC(), true
+	}
+	if mm.SentDateTime != nil {
+		m.sent, m.hasSent = mm.SentDateTime.UTC(), true
+	}
+}
+
+// metaJSON is the message's MessageMeta, encoded.
+func (m *mailMessage) metaJSON(folderID, changeKey string) json.RawMessage {
+	mm := MessageMeta{GraphID: m.graphID, FolderID: folderID, InternetMessageID: m.internetMessageID,
+		Subject: m.subject, From: m.from, IsRead: m.isRead, Flagged: m.flagged, Categories: m.categories,
+		ChangeKey: changeKey}
+	if m.hasReceived {
+		mm.ReceivedDateTime = &m.received
+	}
+	if m.hasSent {
+		mm.SentDateTime = &m.sent
+	}
+	switch {
+	case m.hasSent:
+		mm.Date = m.sent.Format(time.RFC3339)
+	case m.hasReceived:
+		mm.Date = m.received.Format(time.RFC3339)
+	}
+	raw, _ := json.Marshal(&mm)
+	return raw
 }
 
 // prevMailbox is the previous snapshot indexed for an incremental.
@@ -63,7 +109,8 @@ func indexPrevMailbox(prev []blobstore.Item) *prevMailbox {
 				m = map[string]*mailMessage{}
 				p.msgs[mm.FolderID] = m
 			}
-			msg := &mailMessage{meta: mm, content: &it.Content, prev: it}
+			msg := &mailMessage{content: &it.Content, prev: it, prevChangeKey: mm.ChangeKey}
+			msg.setMeta(&mm)
 			m[mm.GraphID] = msg
 			p.byGraph[mm.GraphID] = msg
 		}
@@ -174,13 +221,17 @@ func (r *mailRun) setFatal(err error) {
 func (r *mailRun) syncFolder(f *mailFolderState) error {
 	pm, hadPrev := r.prev.folders[f.folder.ID]
 	start := ""
-	f.msgs = map[string]*mailMessage{}
+	f.msgs = nil
 	if hadPrev && pm.DeltaLink != "" {
+		// The previous messages themselves: this folder's sync is the
+		// only one to change them (byGraph reads only prev and
+		// prevChangeKey, which stay).
 		start = pm.DeltaLink
-		for id, m := range r.prev.msgs[f.folder.ID] {
-			cp := *m
-			f.msgs[id] = &cp
-		}
+		f.msgs = r.prev.msgs[f.folder.ID]
+		delete(r.prev.msgs, f.folder.ID)
+	}
+	if f.msgs == nil {
+		f.msgs = map[string]*mailMessage{}
 	}
 	apply := func(page []graph.Message) error {
 		for _, m := range page {
@@ -208,9 +259,8 @@ func (r *mailRun) syncFolder(f *mailFolderState) error {
 
 	var todo []*mailMessage
 	for id, m := range f.msgs {
-		m.meta.FolderID = f.folder.ID
-		if old, ok := r.prev.byGraph[id]; ok && old.meta.ChangeKey == m.meta.ChangeKey {
-			m.content = old.content
+		if old, ok := r.prev.byGraph[id]; ok && old.prevChangeKey == m.changeKey {
+			m.content = &old.prev.Content
 			r.prog.addDone(1, 0)
 			continue
 		}
@@ -232,45 +282,36 @@ func (r *mailRun) syncFolder(f *mailFolderState) error {
 func (f *mailFolderState) apply(m graph.Message) {
 	cur := f.msgs[m.ID]
 	if cur == nil {
-		cur = &mailMessage{meta: MessageMeta{GraphID: m.ID}}
+		cur = &mailMessage{graphID: m.ID}
 		f.msgs[m.ID] = cur
 	}
 	cur.dirty = true
-	mm := &cur.meta
 	if m.InternetMessageID != "" {
-		mm.InternetMessageID = m.InternetMessageID
+		cur.internetMessageID = m.InternetMessageID
 	}
 	if m.Subject != "" {
-		mm.Subject = m.Subject
+		cur.subject = m.Subject
 	}
 	if m.From != nil {
-		mm.From = formatAddress(m.From)
+		cur.from = formatAddress(m.From)
 	}
 	if m.ReceivedDateTime != nil {
-		t := m.ReceivedDateTime.UTC()
-		mm.ReceivedDateTime = &t
+		cur.received, cur.hasReceived = m.ReceivedDateTime.UTC(), true
 	}
 	if m.SentDateTime != nil {
-		t := m.SentDateTime.UTC()
-		mm.SentDateTime = &t
-	}
-	switch {
-	case mm.SentDateTime != nil:
-		mm.Date = mm.SentDateTime.Format(time.RFC3339)
-	case mm.ReceivedDateTime != nil:
-		mm.Date = mm.ReceivedDateTime.Format(time.RFC3339)
+		cur.sent, cur.hasSent = m.SentDateTime.UTC(), true
 	}
 	if m.IsRead != nil {
-		mm.IsRead = *m.IsRead
+		cur.isRead = *m.IsRead
 	}
 	if m.Flag != nil {
-		mm.Flagged = m.Flag.FlagStatus == "flagged"
+		cur.flagged = m.Flag.FlagStatus == "flagged"
 	}
 	if m.Categories != nil {
-		mm.Categories = m.Categories
+		cur.categories = m.Categories
 	}
 	if m.ChangeKey != "" {
-		mm.ChangeKey = m.ChangeKey
+		cur.changeKey = m.ChangeKey
 	}
 }
 
@@ -290,7 +331,7 @@ func (r *mailRun) fetcher() {
 		if r.ctx.Err() != nil {
 			continue
 		}
-		c, err := r.fetch(j.m.meta.GraphID)
+		c, err := r.fetch(j.m.graphID)
 		switch {
 		case err == nil:
 			j.f.mu.Lock()
@@ -307,7 +348,7 @@ func (r *mailRun) fetcher() {
 			j.f.mu.Lock()
 			j.m.failed = true
 			j.f.mu.Unlock()
-			r.addFailure(ItemFailure{ItemID: MessageItemID(j.m.meta.GraphID), Ref: j.f.path + "/" + j.m.meta.Subject,
+			r.addFailure(ItemFailure{ItemID: MessageItemID(j.m.graphID), Ref: j.f.path + "/" + j.m.subject,
 				Err: failure(r.c, r.ec, err)})
 		}
 	}
@@ -364,45 +405,27 @@ func (e storeError) Unwrap() error { return e.err }
 // version when it had one.
 func (r *mailRun) result(folders []*mailFolderState) *BackupResult {
 	sort.SliceStable(folders, func(i, j int) bool { return folders[i].path < folders[j].path })
-	res := &BackupResult{Failed: r.failed}
-	seen := map[string]struct{}{}
+	n := len(folders)
+	for _, f := range folders {
+		n += len(f.msgs)
+	}
+	res := &BackupResult{Failed: r.failed, Items: make([]blobstore.Item, 0, n)}
+	seen := make(map[string]struct{}, n)
+	type sortable struct {
+		m        *mailMessage
+		itemID   string
+		received time.Time
+	}
+	var msgs []sortable
 	for _, f := range folders {
 		raw, _ := json.Marshal(f.meta)
 		res.Items = append(res.Items, blobstore.Item{ID: MailFolderItemID(f.folder.ID), Kind: KindFolder,
 			Path: f.path, Name: f.folder.DisplayName, Meta: raw})
-		type sortable struct {
-			it       blobstore.Item
-			received time.Time
-		}
-		var msgs []sortable
-		for id, m := range f.msgs {
-			c := m.content
-			meta := m.meta
-			if m.gone {
-				continue
-			}
-			if c == nil || m.failed {
-				old, ok := r.prev.byGraph[id]
-				if !ok || !m.failed {
-					continue
-				}
-				c = old.content
-				meta.ChangeKey = old.meta.ChangeKey // fetched again next time
-			}
-			itemID := MessageItemID(id)
-			if _, dup := seen[itemID]; dup { // moved while the folders were read
-				continue
-			}
-			seen[itemID] = struct{}{}
-			var s sortable
-			if !m.dirty && m.prev != nil && m.prev.Path == f.path && m.prev.ID == itemID && c == m.content && !m.failed {
-				s.it = *m.prev
-			} else {
-				raw, _ := json.Marshal(meta)
-				s.it = blobstore.Item{ID: itemID, Kind: KindMessage, Path: f.path, Name: meta.Subject, Content: *c, Meta: raw}
-			}
-			if meta.ReceivedDateTime != nil {
-				s.received = *meta.ReceivedDateTime
+		msgs = msgs[:0]
+		for _, m := range f.msgs {
+			s := sortable{m: m, itemID: MessageItemID(m.graphID)}
+			if m.hasReceived {
+				s.received = m.received
 			}
 			msgs = append(msgs, s)
 		}
@@ -410,12 +433,38 @@ func (r *mailRun) result(folders []*mailFolderState) *BackupResult {
 			if a, b := msgs[i].received, msgs[j].received; !a.Equal(b) {
 				return a.Before(b)
 			}
-			return msgs[i].it.ID < msgs[j].it.ID
+			return msgs[i].itemID < msgs[j].itemID
 		})
 		for _, s := range msgs {
-			res.Items = append(res.Items, s.it)
+			m := s.m
+			c := m.content
+			changeKey := m.changeKey
+			if m.gone {
+				continue
+			}
+			if c == nil || m.failed {
+				old, ok := r.prev.byGraph[m.graphID]
+				if !ok || !m.failed {
+					continue
+				}
+				c = &old.prev.Content
+				changeKey = old.prevChangeKey // fetched again next time
+			}
+			itemID := s.itemID
+			if _, dup := seen[itemID]; dup { // moved while the folders were read
+				continue
+			}
+			seen[itemID] = struct{}{}
+			if !m.dirty && m.prev != nil && m.prev.Path == f.path && m.prev.ID == itemID && c == m.content && !m.failed {
+				res.Items = append(res.Items, *m.prev)
+			} else {
+				res.Items = append(res.Items, blobstore.Item{ID: itemID, Kind: KindMessage, Path: f.path,
+					Name: m.subject, Content: *c, Meta: m.metaJSON(f.folder.ID, changeKey)})
+			}
 		}
+		f.msgs = nil // the folder's state is in the manifest now
 	}
+	clear(msgs)
 	for _, it := range res.Items {
 		if it.Kind != KindMessage {
 			continue
