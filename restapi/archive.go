@@ -207,10 +207,12 @@ func (s *Server) getArchiveCheckpoint(ctx context.Context, in *archiveTenantInpu
 	return &archiveCheckpointOutput{ContentType: "text/plain; charset=utf-8", Body: []byte(cp.Note)}, nil
 }
 
+// The tenant field is declared, not embedded: huma does not read the
+// parameters of an embedded (unexported) struct.
 type archiveConsistencyInput struct {
-	archiveTenantInput
-	From int64 `query:"from" doc:"The older tree size (at least 1)."`
-	To   int64 `query:"to" doc:"The newer tree size (at most the log's size)."`
+	TenantID string `query:"tenantId" maxLength:"64" doc:"The tenant: a provider key or administrator names it (or selects it with X-Service-Tenant); others may omit it."`
+	From     int64  `query:"from" doc:"The older tree size (at least 1)."`
+	To       int64  `query:"to" doc:"The newer tree size (at most the log's size)."`
 }
 
 type archiveConsistencyOutput struct{ Body *archive.Consistency }
@@ -232,9 +234,9 @@ func (s *Server) getArchiveConsistency(ctx context.Context, in *archiveConsisten
 }
 
 type archiveRecordInput struct {
-	archiveTenantInput
-	Index int64 `path:"index" minimum:"0"`
-	Proof bool  `query:"proof" doc:"Add the inclusion proof and the checkpoint it is against."`
+	TenantID string `query:"tenantId" maxLength:"64" doc:"The tenant: a provider key or administrator names it (or selects it with X-Service-Tenant); others may omit it."`
+	Index    int64  `path:"index" minimum:"0"`
+	Proof    bool   `query:"proof" doc:"Add the inclusion proof and the checkpoint it is against."`
 }
 
 type archiveRecordOutput struct{ Body *archive.RecordProof }
