@@ -106,7 +106,7 @@ func (db *DB) AddArchiveRejected(ctx context.Context, channelID string, at time.
 }
 
 const messageCols = `id, tenant_id, sha256, size, content, record_index, captured_at, channel_id, subject, from_addr, to_addrs,
-	date, message_id, custodians, journal, purged_at`
+	date, message_id, custodians, journal, purged_at, coalesce(spool_segment,''), coalesce(spool_offset,0), coalesce(spool_length,0)`
 
 func scanMessage(s scanner) (*archive.StoredMessage, error) {
 	var m archive.StoredMessage
@@ -114,7 +114,7 @@ func scanMessage(s scanner) (*archive.StoredMessage, error) {
 	var to, cust string
 	var date, purged sql.NullInt64
 	err := s.Scan(&m.ID, &m.TenantID, &m.SHA256, &m.Size, &m.Content, &m.RecordIndex, &captured, &m.ChannelID, &m.Subject,
-		&m.From, &to, &date, &m.MessageID, &cust, &m.Journal, &purged)
+		&m.From, &to, &date, &m.MessageID, &cust, &m.Journal, &purged, &m.Spool.Segment, &m.Spool.Offset, &m.Spool.Length)
 	m.CapturedAt = msTime(captured)
 	m.To = strings.Fields(to)
 	m.Custodians = strings.Fields(cust)
@@ -179,6 +179,60 @@ func (db *DB) SetArchiveContent(ctx context.Context, tenantID string, content ma
 	})
 }
 
+// ArchiveLiveSegments implements archive.IntakeStore.
+func (db *DB) ArchiveLiveSegments(ctx context.Context, tenantID string) (map[string]bool, error) {
+	segs, err := queryRows(ctx, db.read, func(s scanner) (string, error) {
+		var seg string
+		return seg, s.Scan(&seg)
+	}, `SELECT DISTINCT spool_segment FROM archive_messages INDEXED BY archive_messages_segment
+		WHERE tenant_id = ? AND spool_segment IS NOT NULL AND content = '' AND purged_at IS NULL`, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(segs))
+	for _, seg := range segs {
+		out[seg] = true
+	}
+	return out, nil
+}
+
+// ArchivePurgedInSegments implements archive.IntakeStore.
+func (db *DB) ArchivePurgedInSegments(ctx context.Context, tenantID string) ([]*archive.StoredMessage, error) {
+	return queryRows(ctx, db.read, scanMessage, `SELECT `+messageCols+` FROM archive_messages INDEXED BY archive_messages_segment
+		WHERE tenant_id = ? AND spool_segment IS NOT NULL AND purged_at IS NOT NULL`, tenantID)
+}
+
+// ClearArchiveSpool implements archive.IntakeStore.
+func (db *DB) ClearArchiveSpool(ctx context.Context, tenantID string, segments, ids []string) error {
+	if len(segments) == 0 && len(ids) == 0 {
+		return nil
+	}
+	return db.WriteTx(ctx, func(tx *sql.Tx) error {
+		for _, seg := range segments {
+			if _, err := tx.ExecContext(ctx, `UPDATE archive_messages SET spool_segment = NULL, spool_offset = NULL, spool_length = NULL
+				WHERE tenant_id = ? AND spool_segment = ?`, tenantID, seg); err != nil {
+				return err
+			}
+		}
+		for _, id := range ids {
+			if _, err := tx.ExecContext(ctx, `UPDATE archive_messages SET spool_segment = NULL, spool_offset = NULL, spool_length = NULL
+				WHERE tenant_id = ? AND id = ? AND purged_at IS NOT NULL`, tenantID, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// spoolArgs is a capture's spool location as column values (NULL for
+// none).
+func spoolArgs(sl archive.SpoolSlice) (seg, off, length any) {
+	if sl.Segment == "" {
+		return nil, nil, nil
+	}
+	return sl.Segment, sl.Offset, sl.Length
+}
+
 // CommitCapturesTx implements archive.IntakeStore.
 func (db *DB) CommitCapturesTx(ctx context.Context, tx *sql.Tx, caps []*archive.Capture) error {
 	for _, c := range caps {
@@ -189,10 +243,12 @@ func (db *DB) CommitCapturesTx(ctx context.Context, tx *sql.Tx, caps []*archive.
 			if len(m.Custodians) > 0 {
 				cust = " " + strings.Join(m.Custodians, " ") + " "
 			}
+			seg, off, length := spoolArgs(c.Spool)
 			res, err := tx.ExecContext(ctx, `INSERT INTO archive_messages (id, tenant_id, sha256, size, record_index, captured_at, channel_id,
-				subject, from_addr, to_addrs, date, message_id, custodians, journal) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+				subject, from_addr, to_addrs, date, message_id, custodians, journal, spool_segment, spool_offset, spool_length)
+				VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 				m.ID, m.TenantID, m.SHA256, m.Size, c.Index, m.CapturedAt.UnixMilli(), m.ChannelID, m.Subject, m.From,
-				strings.Join(m.To, " "), ms(m.Date), m.MessageID, cust, m.Journal)
+				strings.Join(m.To, " "), ms(m.Date), m.MessageID, cust, m.Journal, seg, off, length)
 			if err != nil {
 				return convertError(err)
 			}
@@ -206,8 +262,10 @@ func (db *DB) CommitCapturesTx(ctx context.Context, tx *sql.Tx, caps []*archive.
 				return err
 			}
 		case c.Revive:
-			if _, err := tx.ExecContext(ctx, `UPDATE archive_messages SET content = '', purged_at = NULL WHERE tenant_id = ? AND id = ?`,
-				m.TenantID, m.ID); err != nil {
+			seg, off, length := spoolArgs(c.Spool)
+			if _, err := tx.ExecContext(ctx, `UPDATE archive_messages SET content = '', purged_at = NULL,
+				spool_segment = ?, spool_offset = ?, spool_length = ? WHERE tenant_id = ? AND id = ?`,
+				seg, off, length, m.TenantID, m.ID); err != nil {
 				return err
 			}
 		}

@@ -138,7 +138,8 @@ func (db *DB) ArchiveHolds(ctx context.Context, tenantID, beforeID string, limit
 }
 
 const messageColumns = `m.rowid, m.id, m.tenant_id, m.sha256, m.size, m.content, m.record_index, m.captured_at, m.channel_id,
-	m.subject, m.from_addr, m.to_addrs, m.date, m.message_id, m.custodians, m.journal, m.purged_at`
+	m.subject, m.from_addr, m.to_addrs, m.date, m.message_id, m.custodians, m.journal, m.purged_at,
+	coalesce(m.spool_segment,''), coalesce(m.spool_offset,0), coalesce(m.spool_length,0)`
 
 func scanMessageRow(sc scanner) (*archive.MessageRow, error) {
 	var r archive.MessageRow
@@ -147,7 +148,8 @@ func scanMessageRow(sc scanner) (*archive.MessageRow, error) {
 	var captured int64
 	var date, purged sql.NullInt64
 	if err := sc.Scan(&r.RowID, &m.ID, &m.TenantID, &m.SHA256, &m.Size, &content, &m.RecordIndex, &captured, &m.ChannelID,
-		&m.Subject, &m.From, &to, &date, &m.MessageID, &cust, &m.Journal, &purged); err != nil {
+		&m.Subject, &m.From, &to, &date, &m.MessageID, &cust, &m.Journal, &purged,
+		&r.Spool.Segment, &r.Spool.Offset, &r.Spool.Length); err != nil {
 		return nil, err
 	}
 	r.Spooled = content == ""

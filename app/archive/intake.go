@@ -1,6 +1,7 @@
 package archive
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -52,13 +53,17 @@ type intake struct {
 type tenantBatch struct {
 	queue   []*pendingCapture
 	running bool
+	seg     segState
 }
 
 type pendingCapture struct {
 	cap      *Capture
 	sha      string
 	size     int64
-	dir      string // spool directory to sync before the commit ("" when no file was kept)
+	dir      string          // spool directory to sync before the commit ("" when no file was kept)
+	data     []byte          // the bytes, for the batcher to append to a segment (nil: none to keep, or a file)
+	dup      *pendingCapture // the capture of the batch whose appended bytes this one shares
+	slice    SpoolSlice      // where the batcher appended data
 	revive   bool
 	existing *StoredMessage
 	done     chan error
@@ -74,43 +79,46 @@ func (s *Service) spoolDir(tenantID string) string {
 	return filepath.Join(s.cfg.DataDir, "archive", "spool", tenantID)
 }
 
-// Ingest is documented in seam.go.
+// Ingest is documented in seam.go. A message of at most segMessageMax
+// bytes is read into memory and appended to a spool segment by the
+// batcher (intake_segment.go); a larger one is streamed to its own spool
+// file (temp + fsync + rename; its directory synced by the batcher).
 func (s *Service) Ingest(ctx context.Context, ch *Channel, env Envelope, r io.Reader) (*Message, error) {
 	dir := s.spoolDir(ch.TenantID)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	var rnd [8]byte
-	rand.Read(rnd[:])
-	tmp := filepath.Join(dir, ".tmp-"+hex.EncodeToString(rnd[:]))
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	keep := false
-	defer func() {
-		if !keep {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	h := sha256.New()
-	head := &prefixBuffer{max: parsePrefix}
-	n, err := io.Copy(io.MultiWriter(f, h, head), io.LimitReader(r, s.cfg.MaxBytes+1))
-	if err != nil {
+	small := min(s.cfg.MaxBytes, segMessageMax)
+	buf := bytes.NewBuffer(make([]byte, 0, 64<<10))
+	if _, err := buf.ReadFrom(io.LimitReader(r, small+1)); err != nil {
 		return nil, fmt.Errorf("archive: reading the message: %w", err)
 	}
-	if n > s.cfg.MaxBytes {
+	var (
+		sum  string
+		n    int64
+		head []byte
+		tmp  string // the large message's temporary file
+	)
+	switch {
+	case int64(buf.Len()) <= small:
+		b := buf.Bytes()
+		h := sha256.Sum256(b)
+		sum, n, head = hex.EncodeToString(h[:]), int64(len(b)), b[:min(len(b), parsePrefix)]
+	case s.cfg.MaxBytes <= segMessageMax:
 		return nil, &TooLarge{Limit: s.cfg.MaxBytes}
+	default:
+		var err error
+		sum, n, head, tmp, err = s.spoolFile(dir, io.MultiReader(buf, r))
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			if tmp != "" {
+				os.Remove(tmp)
+			}
+		}()
 	}
-	if err := f.Sync(); err != nil {
-		return nil, err
-	}
-	if err := f.Close(); err != nil {
-		return nil, err
-	}
-	sum := hex.EncodeToString(h.Sum(nil))
-	p := Parse(head.b)
+	p := Parse(head)
 
 	pc := &pendingCapture{sha: sum, size: n, done: make(chan error, 1)}
 	existing, err := s.cfg.Store.ArchiveMessageBySHA(ctx, ch.TenantID, sum)
@@ -120,10 +128,14 @@ func (s *Service) Ingest(ctx context.Context, ch *Channel, env Envelope, r io.Re
 	case err == nil || app.ErrorCode(err) == app.ENOTFOUND:
 		pc.existing = existing
 		pc.revive = existing != nil
+		if tmp == "" {
+			pc.data = buf.Bytes()
+			break
+		}
 		if err := os.Rename(tmp, filepath.Join(dir, sum)); err != nil {
 			return nil, err
 		}
-		keep = true
+		tmp = ""
 		pc.dir = dir
 	default:
 		return nil, err
@@ -148,6 +160,41 @@ func (s *Service) Ingest(ctx context.Context, ch *Channel, env Envelope, r io.Re
 		return nil, ctx.Err()
 	}
 	return m, nil
+}
+
+// spoolFile streams a large message to a temporary file in dir, fsynced,
+// and returns its hash, size, first parsePrefix bytes and path (removed
+// on error).
+func (s *Service) spoolFile(dir string, r io.Reader) (sum string, n int64, head []byte, tmp string, err error) {
+	var rnd [8]byte
+	rand.Read(rnd[:])
+	path := filepath.Join(dir, ".tmp-"+hex.EncodeToString(rnd[:]))
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", 0, nil, "", err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(path)
+		}
+	}()
+	h := sha256.New()
+	pb := &prefixBuffer{max: parsePrefix}
+	n, err = io.Copy(io.MultiWriter(f, h, pb), io.LimitReader(r, s.cfg.MaxBytes+1))
+	if err != nil {
+		return "", 0, nil, "", fmt.Errorf("archive: reading the message: %w", err)
+	}
+	if n > s.cfg.MaxBytes {
+		return "", 0, nil, "", &TooLarge{Limit: s.cfg.MaxBytes}
+	}
+	if err = f.Sync(); err != nil {
+		return "", 0, nil, "", err
+	}
+	if err = f.Close(); err != nil {
+		return "", 0, nil, "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), n, pb.b, path, nil
 }
 
 // custodians is every address the message concerns, lowercase, once each.
@@ -190,20 +237,24 @@ func (in *intake) enqueue(pc *pendingCapture) {
 // commitLoop commits the tenant's queue in batches until it is empty.
 // It does not wait to gather a batch: what arrives while a batch commits
 // is the next batch (group commit without an added delay). Two stages
-// overlap: the next batch's spool directory sync runs while the current
-// batch's transaction commits; a batch's transaction starts only after
-// its directory sync, so a record never commits before its file's name
-// is durable.
+// overlap: the next batch's spool writes (its messages appended to the
+// segment and one fdatasync; the directory sync of large messages' files)
+// run while the current batch's transaction commits; a batch's
+// transaction starts only after its spool writes are durable, so a record
+// never commits before its bytes.
 func (in *intake) commitLoop(tenant string, b *tenantBatch) {
 	var inflight chan struct{}
 	for {
 		in.mu.Lock()
-		q := b.queue
-		if len(q) > batchMax {
-			q = q[:batchMax]
+		k, nb := 0, 0
+		for k < len(b.queue) && k < batchMax && (k == 0 || nb+len(b.queue[k].data) <= batchBytesMax) {
+			nb += len(b.queue[k].data)
+			k++
 		}
-		b.queue = b.queue[len(q):]
+		q := b.queue[:k:k]
+		b.queue = b.queue[k:]
 		if len(q) == 0 {
+			b.queue = nil
 			if inflight == nil {
 				b.running = false
 				in.mu.Unlock()
@@ -215,12 +266,16 @@ func (in *intake) commitLoop(tenant string, b *tenantBatch) {
 			continue
 		}
 		in.mu.Unlock()
-		err := syncDirs(q)
+		seg, err := in.appendBatch(tenant, b, q)
+		if err == nil {
+			err = syncDirs(q)
+		}
 		if inflight != nil {
 			<-inflight
 			inflight = nil
 		}
 		if err != nil {
+			in.segDone(b, seg)
 			for _, pc := range q {
 				pc.done <- err
 			}
@@ -231,6 +286,7 @@ func (in *intake) commitLoop(tenant string, b *tenantBatch) {
 		go func() {
 			defer close(done)
 			err := in.commit(tenant, q)
+			in.segDone(b, seg)
 			for _, pc := range q {
 				pc.done <- err
 			}
@@ -280,17 +336,20 @@ func (in *intake) commit(tenant string, q []*pendingCapture) error {
 			m.ID = pc.existing.ID
 			m.RecordIndex = pc.existing.RecordIndex
 			pc.cap.Revive = pc.revive
+			pc.cap.Spool = pc.slice
 		default:
 			// A batch before this one may have stored the content since
 			// Ingest looked (the batcher is the only writer of messages).
 			if ex, err := s.cfg.Store.ArchiveMessageBySHA(ctx, tenant, pc.sha); err == nil {
 				m.ID, m.RecordIndex = ex.ID, ex.RecordIndex
 				pc.cap.Revive = ex.PurgedAt != nil
+				pc.cap.Spool = pc.slice
 			} else if app.ErrorCode(err) != app.ENOTFOUND {
 				return err
 			} else {
 				m.ID = app.NewID(PrefixMessage)
 				pc.cap.New = true
+				pc.cap.Spool = pc.slice
 				ids[pc.sha] = pc.cap
 			}
 		}
@@ -358,7 +417,12 @@ func (s *Service) OpenContent(ctx context.Context, tenantID, messageID string) (
 			return nil, app.Errorf(app.ENOTFOUND, "message %s was purged", messageID)
 		}
 		if m.Content == "" {
-			f, err := os.Open(filepath.Join(s.spoolDir(tenantID), m.SHA256))
+			var f io.ReadCloser
+			if m.Spool.Segment != "" {
+				f, err = s.openSlice(tenantID, m.Spool)
+			} else {
+				f, err = os.Open(filepath.Join(s.spoolDir(tenantID), m.SHA256))
+			}
 			if errors.Is(err, os.ErrNotExist) && try == 0 {
 				continue // the mover moved it meanwhile
 			}

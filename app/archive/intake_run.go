@@ -192,25 +192,31 @@ func (in *intake) moveLoop(ctx context.Context) {
 	}
 }
 
-// move puts up to moveBatch spooled messages of a tenant into the blob
-// store. Blob store Flush makes the packs durable and catalogued; the
-// content is set while the writer is still open (so a garbage collection
-// keeps its blobs until the rows name them, then through ExtraRoots), and
-// the spool files are removed only after that commit. No snapshot is made.
+// move puts the spooled messages of a tenant into the blob store,
+// moveBatch at a time, then deletes the segments nothing needs any more
+// (cleanSegments). Blob store Flush makes the packs durable and
+// catalogued; the content is set while the writer is still open (so a
+// garbage collection keeps its blobs until the rows name them, then
+// through ExtraRoots), and the spool files are removed (and segments
+// become deletable) only after that commit. No snapshot is made.
 func (in *intake) move(ctx context.Context, tenant string) error {
 	s := in.s
 	for {
 		ms, err := s.cfg.Store.ArchiveSpooled(ctx, tenant, moveBatch)
-		if err != nil || len(ms) == 0 {
+		if err != nil {
 			return err
 		}
-		if err := in.moveSome(ctx, tenant, ms); err != nil {
-			return err
+		if len(ms) > 0 {
+			if err := in.moveSome(ctx, tenant, ms); err != nil {
+				return err
+			}
 		}
 		if len(ms) < moveBatch {
-			return nil
+			break
 		}
 	}
+	_, err := in.cleanSegments(ctx, tenant)
+	return err
 }
 
 func (in *intake) moveSome(ctx context.Context, tenant string, ms []*StoredMessage) error {
@@ -222,16 +228,42 @@ func (in *intake) moveSome(ctx context.Context, tenant string, ms []*StoredMessa
 	defer w.Close()
 	content := map[string]string{}
 	var files []string
-	for _, m := range ms {
-		path := filepath.Join(s.spoolDir(tenant), m.SHA256)
-		f, err := os.Open(path)
-		if errors.Is(err, os.ErrNotExist) {
-			continue // purged meanwhile, or lost: the verify job reports it
-		} else if err != nil {
-			return err
+	segs := map[string]*os.File{}
+	defer func() {
+		for _, f := range segs {
+			f.Close()
 		}
-		c, err := w.PutItem(ctx, f)
-		f.Close()
+	}()
+	for _, m := range ms {
+		var r io.Reader
+		var file *os.File // a large message's own spool file
+		if sl := m.Spool; sl.Segment != "" {
+			f := segs[sl.Segment]
+			if f == nil {
+				var err error
+				f, err = os.Open(filepath.Join(s.spoolDir(tenant), sl.Segment))
+				if errors.Is(err, os.ErrNotExist) {
+					continue // lost: the verify job reports it
+				} else if err != nil {
+					return err
+				}
+				segs[sl.Segment] = f
+			}
+			r = io.NewSectionReader(f, sl.Offset, sl.Length)
+		} else {
+			var err error
+			file, err = os.Open(filepath.Join(s.spoolDir(tenant), m.SHA256))
+			if errors.Is(err, os.ErrNotExist) {
+				continue // purged meanwhile, or lost: the verify job reports it
+			} else if err != nil {
+				return err
+			}
+			r = file
+		}
+		c, err := w.PutItem(ctx, r)
+		if file != nil {
+			file.Close()
+		}
 		if err != nil {
 			return err
 		}
@@ -242,7 +274,9 @@ func (in *intake) moveSome(ctx context.Context, tenant string, ms []*StoredMessa
 		}
 		b, _ := json.Marshal(c)
 		content[m.ID] = string(b)
-		files = append(files, path)
+		if file != nil {
+			files = append(files, file.Name())
+		}
 	}
 	if err := w.Flush(ctx); err != nil {
 		return err

@@ -38,6 +38,15 @@ type IntakeStore interface {
 	// SetArchiveContent sets the blob store content (JSON) of spooled
 	// messages, by message id; a message purged meanwhile keeps ''.
 	SetArchiveContent(ctx context.Context, tenantID string, content map[string]string) error
+	// ArchiveLiveSegments lists the tenant's spool segments that rows
+	// still need (content '', not purged).
+	ArchiveLiveSegments(ctx context.Context, tenantID string) (map[string]bool, error)
+	// ArchivePurgedInSegments lists purged messages whose segment slice
+	// is still to be wiped (spool_segment set).
+	ArchivePurgedInSegments(ctx context.Context, tenantID string) ([]*StoredMessage, error)
+	// ClearArchiveSpool drops the spool location (spool_*) of the rows
+	// naming the segments (deleted), or of the messages by id (wiped).
+	ClearArchiveSpool(ctx context.Context, tenantID string, segments, ids []string) error
 	// CommitCapturesTx writes, in the append's transaction, the rows of
 	// captured messages whose records were given indexes (c.Index).
 	CommitCapturesTx(ctx context.Context, tx *sql.Tx, caps []*Capture) error
@@ -69,6 +78,15 @@ type StoredMessage struct {
 	Message
 	// Content is the blobstore.Content JSON, "" while in the spool.
 	Content string
+	// Spool is the segment slice of the bytes ("" segment: none, a large
+	// message's own spool file or the blob store).
+	Spool SpoolSlice
+}
+
+// SpoolSlice is where a message's bytes are in a spool segment.
+type SpoolSlice struct {
+	Segment        string // seg-<n>, in the tenant's spool directory
+	Offset, Length int64
 }
 
 // Capture is one captured message as the batcher commits it: the message
@@ -81,6 +99,9 @@ type Capture struct {
 	Envelope string   // JSON
 	Index    int64    // the message record's index
 	At       time.Time
+	// Spool is where the bytes were appended (New or Revive; zero when
+	// they are a large message's own spool file).
+	Spool SpoolSlice
 }
 
 // StoredCheckpoint is a signed checkpoint as kept.

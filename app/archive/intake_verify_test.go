@@ -85,14 +85,29 @@ func TestVerifyDetectsAttacks(t *testing.T) {
 		code   string
 		attack func(f *fixture, ms []*archive.Message)
 	}{
-		{"changed byte in the spool", false, app.CodeArchiveMessageMismatch, func(f *fixture, ms []*archive.Message) {
-			p := filepath.Join(f.dir, "archive", "spool", f.tenant, ms[2].SHA256)
-			b, _ := os.ReadFile(p)
-			b[100] ^= 1
-			os.WriteFile(p, b, 0o600)
+		{"changed byte in a spool segment", false, app.CodeArchiveMessageMismatch, func(f *fixture, ms []*archive.Message) {
+			p, off, _ := f.spoolSlice(ms[2])
+			fh, err := os.OpenFile(p, os.O_RDWR, 0)
+			if err != nil {
+				f.t.Fatal(err)
+			}
+			defer fh.Close()
+			b := make([]byte, 1)
+			fh.ReadAt(b, off+100)
+			b[0] ^= 1
+			fh.WriteAt(b, off+100)
 		}},
-		{"message deleted from the spool", false, app.CodeArchiveMessageMismatch, func(f *fixture, ms []*archive.Message) {
-			os.Remove(filepath.Join(f.dir, "archive", "spool", f.tenant, ms[1].SHA256))
+		{"message cut from its spool segment", false, app.CodeArchiveMessageMismatch, func(f *fixture, ms []*archive.Message) {
+			p, off, _ := f.spoolSlice(ms[4])
+			os.Truncate(p, off+10)
+		}},
+		{"spool segment deleted", false, app.CodeArchiveMessageMismatch, func(f *fixture, ms []*archive.Message) {
+			p, _, _ := f.spoolSlice(ms[1])
+			os.Remove(p)
+		}},
+		{"row pointed at another message's slice", false, app.CodeArchiveMessageMismatch, func(f *fixture, ms []*archive.Message) {
+			_, off, n := f.spoolSlice(ms[0])
+			f.exec(`UPDATE archive_messages SET spool_offset = ?, spool_length = ? WHERE id = ?`, off, n, ms[3].ID)
 		}},
 		{"changed byte in the blob store", true, app.CodeArchiveMessageMismatch, func(f *fixture, ms []*archive.Message) {
 			// Point the message at another message's blobs: its bytes change.
@@ -153,6 +168,19 @@ func TestVerifyDetectsAttacks(t *testing.T) {
 			f.wantBroken(tc.code)
 		})
 	}
+}
+
+// spoolSlice is where a message's bytes are in its spool segment.
+func (f *fixture) spoolSlice(m *archive.Message) (path string, off, n int64) {
+	f.t.Helper()
+	sm, err := f.db.ArchiveMessage(context.Background(), f.tenant, m.ID)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if sm.Spool.Segment == "" || sm.Spool.Length != m.Size {
+		f.t.Fatalf("message %s: spool slice %+v", m.ID, sm.Spool)
+	}
+	return filepath.Join(f.dir, "archive", "spool", f.tenant, sm.Spool.Segment), sm.Spool.Offset, sm.Spool.Length
 }
 
 func (f *fixture) waitMoved(ms []*archive.Message) {

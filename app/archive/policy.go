@@ -36,6 +36,9 @@ type MessageRow struct {
 	Message
 	RowID   int64
 	Spooled bool
+	// Spool is its segment slice, while the segment is kept (also after
+	// the move: a purge wipes it).
+	Spool SpoolSlice
 }
 
 // PolicyStore is the policy part's SQL (store/archive_policy.go).

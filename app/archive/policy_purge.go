@@ -18,7 +18,7 @@ type PurgeSummary struct {
 	Purged       int   `json:"purged" doc:"Messages whose content was deleted (each has a tombstone record)."`
 	Held         int   `json:"held" doc:"Expired messages kept because an active legal hold covers them."`
 	BytesPurged  int64 `json:"bytesPurged"`
-	SpoolRemoved int   `json:"spoolRemoved" doc:"Spool files of purged messages removed (a run after a crash)."`
+	SpoolRemoved int   `json:"spoolRemoved" doc:"Spool files of purged messages removed (a run after a crash), and spool segments deleted."`
 }
 
 // purgeBatch is how many messages one transaction tombstones.
@@ -31,13 +31,27 @@ const purgeBatch = 500
 //  1. one transaction appends its tombstone record (reason: the rule),
 //     sets purged_at, drops the content reference (the blob store's
 //     garbage collection frees the blobs) and its search row;
-//  2. then its spool file, if it has one, is removed.
+//  2. then its spool file, if it has one, is removed, and its slice of a
+//     spool segment, if it has one (even moved already: the segment may
+//     still be kept for other messages), is wiped (intake_segment.go);
+//  3. at the end, segments no row needs any more are deleted, and the
+//     mover is woken to move the others' messages, so their segments go
+//     too.
 //
-// A crash between the two leaves the bytes of a purged message in the
-// spool; the next Purge removes them. Hold creation waits for a batch in
-// progress, so a hold placed during a purge is honoured by the next batch.
+// A crash between 1 and 2 leaves the bytes of a purged message in the
+// spool; the next Purge removes them (its rows keep their slice until it
+// is wiped). Bytes in a segment that no row names (see intake_segment.go)
+// stay until the segment is deleted; the API never serves a purged
+// message. Hold creation waits for a batch in progress, so a hold placed
+// during a purge is honoured by the next batch.
 func (s *Service) Purge(ctx context.Context, tenantID string) (PurgeSummary, error) {
 	var sum PurgeSummary
+	// Wipes a crash left undone.
+	if pending, err := s.cfg.Store.ArchivePurgedInSegments(ctx, tenantID); err != nil {
+		return sum, err
+	} else if err := s.wipePurged(ctx, tenantID, pending); err != nil {
+		return sum, err
+	}
 	r, _, err := s.RetentionOf(ctx, tenantID)
 	if err != nil {
 		return sum, err
@@ -76,20 +90,37 @@ func (s *Service) Purge(ctx context.Context, tenantID string) (PurgeSummary, err
 			return sum, err
 		}
 		sum.Held += held
+		var wipe []*StoredMessage
 		for _, m := range purged {
 			sum.Purged++
 			sum.BytesPurged += m.Size
-			if m.Spooled {
+			if m.Spool.Segment != "" {
+				wipe = append(wipe, &StoredMessage{Message: m.Message, Spool: m.Spool})
+			} else if m.Spooled {
 				if err := s.removeSpool(tenantID, m.SHA256); err != nil {
 					return sum, err
 				}
 			}
+		}
+		if err := s.wipePurged(ctx, tenantID, wipe); err != nil {
+			return sum, err
 		}
 	}
 	n, err := s.removePurgedSpool(ctx, tenantID)
 	sum.SpoolRemoved = n
 	if err != nil {
 		return sum, err
+	}
+	n, err = s.intake.cleanSegments(ctx, tenantID)
+	sum.SpoolRemoved += n
+	if err != nil {
+		return sum, err
+	}
+	if sum.Purged > 0 {
+		select {
+		case s.intake.spooled <- struct{}{}:
+		default:
+		}
 	}
 	if sum.Purged > 0 || sum.Held > 0 {
 		s.log.Info("archive retention applied", "tenant_id", tenantID, "purged", sum.Purged, "held", sum.Held,

@@ -12,13 +12,19 @@
 // Where things are:
 //   - schema: store/migrations/0015_archive.sql (read its comments);
 //   - SQL: store/archive*.go, implementing the Store interfaces below;
-//   - message bytes: first a spool file data_dir/archive/spool/<tenant>/<sha256>
-//     (temp file + fsync + rename, before the record commits: 250 follows
-//     both), then moved into the blob store in large packs by the mover
-//     (archive_messages.content set, spool file removed). A purge deletes
-//     the spool file or drops the row's content (the blob store's garbage
-//     collection then frees the blobs: blobstore.Config.ExtraRoots lists
-//     the archive's live blobs).
+//   - message bytes: first the spool, data_dir/archive/spool/<tenant>/,
+//     before the record commits (250 follows both): a message of at most
+//     1 MiB is appended by the group-commit batcher to the tenant's
+//     current segment seg-<n> with the rest of its batch, one fdatasync
+//     per batch, its row naming the slice (spool_segment, spool_offset,
+//     spool_length); a larger one is its own file <sha256> (temp file +
+//     fsync + rename, directory synced by the batcher). Then the mover
+//     puts them into the blob store in large packs (archive_messages.content
+//     set, the file removed, a segment deleted once no unmoved message
+//     needs it). A purge wipes the message's segment slice (hole punched),
+//     deletes its spool file, or drops the row's content (the blob store's
+//     garbage collection then frees the blobs: blobstore.Config.ExtraRoots
+//     lists the archive's live blobs). See intake_segment.go.
 package archive
 
 import (
@@ -365,7 +371,7 @@ func (s *Service) Run(ctx context.Context) {
 }
 
 // Ingest stores one captured message for channel ch: the exact bytes of
-// r (the spool file fsynced), its message record (a new archive_messages
+// r (in a spool segment or file, fsynced), its message record (a new archive_messages
 // row, or only a capture if the tenant has the content already), intake
 // counts, the search index. It returns only once all of it is durable;
 // concurrent Ingests are group-committed. A message over the size limit is

@@ -8,9 +8,23 @@
 --   Unix hour number), for messages24h / rejected24h.
 -- archive_messages: one row per tenant per distinct content (sha256 of the
 --   exact bytes). content is the blobstore.Content JSON once the bytes are
---   in the blob store, '' while they are in the spool
---   (data_dir/archive/spool/<tenant>/<sha256>). purged_at is set when
---   retention deleted the content (the row stays: records name it).
+--   in the blob store, '' while they are in the spool. The spool is
+--   data_dir/archive/spool/<tenant>/: a message of at most 1 MiB is a slice
+--   of a segment file there (spool_segment, its name seg-<n>; spool_offset,
+--   spool_length: the slice), appended with the rest of its group-commit
+--   batch and fsynced once before the row commits; a larger one is its own
+--   file <sha256> (spool_segment NULL). A segment is deleted once no row
+--   whose bytes are still only there (content '', not purged) names it; the
+--   rows naming it then get spool_* NULL. A moved row keeps spool_* until
+--   then, so a purge can wipe its slice (the segment outlives the move
+--   while other messages of it wait for the mover). A purged row keeps
+--   spool_* until its slice is wiped (hole punched or zeroed): rows purged
+--   with spool_segment set are wipes still to do (a crash in between).
+--   Bytes in a segment that no row names (a crash after the segment's
+--   fsync and before the commit: never acknowledged; or a copy a batch
+--   appended while the batch before it stored the same content) stay until
+--   the segment is deleted. purged_at is set when retention deleted the
+--   content (the row stays: records name it).
 --   custodians is every address the message concerns (from, to, cc, bcc,
 --   envelope recipients, journal envelope), lowercase, space-separated with
 --   a leading and trailing space, so a custodian match is LIKE '% a@b %'.
@@ -73,10 +87,14 @@ CREATE TABLE archive_messages (
     custodians    TEXT NOT NULL DEFAULT '',
     journal       INTEGER NOT NULL DEFAULT 0,
     purged_at     INTEGER,
+    spool_segment TEXT,
+    spool_offset  INTEGER,
+    spool_length  INTEGER,
     UNIQUE (tenant_id, sha256)
 ) STRICT;
 CREATE INDEX archive_messages_tenant_time ON archive_messages(tenant_id, captured_at);
 CREATE INDEX archive_messages_spool ON archive_messages(tenant_id) WHERE content = '' AND purged_at IS NULL;
+CREATE INDEX archive_messages_segment ON archive_messages(tenant_id, spool_segment) WHERE spool_segment IS NOT NULL;
 
 CREATE TABLE archive_captures (
     message_id   TEXT NOT NULL,
