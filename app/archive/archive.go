@@ -4,10 +4,11 @@
 // transparency log (app/archive/chain) with signed checkpoints, retention
 // and legal holds, verification, evidence reports, search and export.
 //
-// SEAM: this file pins the types and the Service API that the SMTP intake,
-// the pollers, the policies (holds, retention, search), the routes and the
-// web interface are written against. Implementations live in their own
-// files; the bodies here are replaced.
+// This file holds the package's types and the Service; its parts live in
+// their own files: intake*.go (Ingest, the SMTP server, the checkpointer,
+// the spool mover, verification), policy*.go (holds, retention, purge,
+// search, export, evidence) and capture.go (the scheduler of polling
+// channels; the pollers are in app/archive/mailpoll).
 //
 // Where things are:
 //   - schema: store/migrations/0015_archive.sql (read its comments);
@@ -30,7 +31,6 @@ package archive
 import (
 	"context"
 	"database/sql"
-
 	"log/slog"
 	"net/http"
 	"sync"
