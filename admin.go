@@ -34,6 +34,7 @@ func admin(ctx context.Context, args []string, e env) error {
 		"rebuild-catalogue":       adminRebuildCatalogue,
 		"archive-key":             adminArchiveKey,
 		"seed-bench":              adminSeedBench, // hidden: fills a data dir for docs/benchmarks.md
+		"openapi":                 adminOpenAPI,   // hidden: prints the API description for CI and client generators
 	}
 	fn, ok := cmds[args[0]]
 	if !ok {

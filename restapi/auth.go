@@ -208,6 +208,10 @@ func op[I, O any](s *Server, method, id, path string, acc access, scope app.Scop
 		Tags:     []string{strings.SplitN(id, ".", 2)[0]},
 	}
 	switch acc {
+	case accessPublic:
+		// Explicitly none, rather than absent: to a reader and to linters an
+		// absent security list means "not stated".
+		o.Security = []map[string][]string{}
 	case accessKey:
 		o.Security = []map[string][]string{{"bearer": {string(scope)}}, {"session": {}}}
 		o.Errors = []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusTooManyRequests}

@@ -187,6 +187,11 @@ func New(svc Services, opts Options) *Server {
 	config.CreateHooks = nil
 	config.Formats = jsonFormats() // self-writing bodies (fastjson.go), encoding/json otherwise
 	config.Info.Description = apiDescription
+	config.Info.License = &huma.License{Name: "Proprietary", Identifier: "LicenseRef-Backstop-Proprietary"}
+	// Relative: every appliance serves the API at its own address, so the
+	// description names no host; clients resolve "/" against the URL they
+	// fetched it from (or take the appliance's address as their base URL).
+	config.Servers = []*huma.Server{{URL: "/", Description: "This appliance: the origin that serves this document."}}
 	// app.Time is a string in RFC 3339 form on the wire.
 	config.Components.Schemas.RegisterTypeAlias(reflect.TypeFor[app.Time](), reflect.TypeFor[time.Time]())
 	config.Components.SecuritySchemes = map[string]*huma.SecurityScheme{
