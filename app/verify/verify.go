@@ -26,7 +26,9 @@
 // unchanged) when nothing could be tested. The job runner raises
 // verify.completed with the result and, for a failed run, job.failed.
 // Temporary directories are removed when a run ends, and stale ones from a
-// crash by RemoveStale at start-up.
+// crash by RemoveStale at start-up. A run reads the repository only while it
+// holds the endpoint's lease (Config.Leases), shared with retention: it
+// waits for a prune of that repository to end, and a prune waits for it.
 package verify
 
 import (
