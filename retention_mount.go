@@ -10,6 +10,7 @@ import (
 	"backstop/app"
 	"backstop/app/archive"
 	"backstop/app/jobs"
+	"backstop/app/resticcmd"
 	"backstop/app/retention"
 	"backstop/store"
 )
@@ -19,12 +20,13 @@ import (
 // wired (that phase of a run is then skipped); endpoint repositories are
 // pruned with restic (tools.restic) run locally against the repository
 // directory with the appliance's copy of its password, like verify, with
-// temporary directories under data_dir/tmp. After a prune the repository
+// temporary directories under data_dir/tmp, under the endpoint's lease
+// shared with verify runs (a prune and a verify never overlap). After a prune the repository
 // server recounts that repository's quota. The archive, when set, purges
 // its expired messages first (CONTRACT §14). It removes what a crashed run
 // left behind. Schedules are synced by syncRetentionSchedules once the
 // server is up.
-func mountRetention(runner *jobs.Runner, db *store.DB, cfg app.Config, repos *resticrepo.Handler,
+func mountRetention(runner *jobs.Runner, db *store.DB, cfg app.Config, repos *resticrepo.Handler, leases *resticcmd.Leases,
 	snapshots retention.Snapshots, arch *archive.Service, logger *slog.Logger) error {
 	var purger retention.ArchivePurger
 	if arch != nil {
@@ -35,7 +37,7 @@ func mountRetention(runner *jobs.Runner, db *store.DB, cfg app.Config, repos *re
 		Locate: func(id string) (string, string) {
 			return agentapi.RepositoryDir(cfg.DataDir, id), agentapi.RepositoryPasswordFile(cfg.DataDir, id)
 		},
-		Tenants: db, Endpoints: db, Policies: db, Snapshots: snapshots, Jobs: db, Pruned: repos.Rescan,
+		Tenants: db, Endpoints: db, Policies: db, Snapshots: snapshots, Leases: leases, Pruned: repos.Rescan,
 		Archive: purger,
 		Logger:  logger.With("component", "retention"),
 	})

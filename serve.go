@@ -19,6 +19,7 @@ import (
 	"backstop/agentapi/resticrepo"
 	"backstop/app"
 	"backstop/app/jobs"
+	"backstop/app/resticcmd"
 	"backstop/app/update"
 	"backstop/app/webhooks"
 	"backstop/assets"
@@ -114,7 +115,10 @@ func serve(ctx context.Context, args []string, e env) error {
 			deliveries.Notify()
 		}
 	}
-	if err := mountVerify(runner, db, cfg, logger); err != nil {
+	// Verify runs and retention prunes of one endpoint's repository never
+	// overlap: they share these leases.
+	repoLeases := &resticcmd.Leases{}
+	if err := mountVerify(runner, db, cfg, repoLeases, logger); err != nil {
 		return err
 	}
 	protected := mountProtect(runner, db, secretBox, blobs, cfg, logger)                              // protect_mount.go
@@ -157,7 +161,7 @@ func serve(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	// Retention: the blob store's snapshots and the endpoint repositories.
-	if err := mountRetention(runner, db, cfg, repos, blobSnapshots{blobs}, archiveSvc, logger); err != nil {
+	if err := mountRetention(runner, db, cfg, repos, repoLeases, blobSnapshots{blobs}, archiveSvc, logger); err != nil {
 		return err
 	}
 	// Memory goes back to the OS after 30 s without a request (idle_trim.go).

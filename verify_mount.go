@@ -8,6 +8,7 @@ import (
 	"backstop/agentapi"
 	"backstop/app"
 	"backstop/app/jobs"
+	"backstop/app/resticcmd"
 	"backstop/app/verify"
 	"backstop/store"
 )
@@ -18,13 +19,13 @@ import (
 // data_dir/tmp. It removes what a crashed run left there. Schedules are
 // synced by syncVerifySchedules once the server is up, so a large appliance
 // does not wait for them before it answers.
-func mountVerify(runner *jobs.Runner, db *store.DB, cfg app.Config, logger *slog.Logger) error {
+func mountVerify(runner *jobs.Runner, db *store.DB, cfg app.Config, leases *resticcmd.Leases, logger *slog.Logger) error {
 	v := verify.New(verify.Config{
 		Restic: cfg.Tools.Restic, TempDir: filepath.Join(cfg.DataDir, "tmp"),
 		Locate: func(id string) (string, string) {
 			return agentapi.RepositoryDir(cfg.DataDir, id), agentapi.RepositoryPasswordFile(cfg.DataDir, id)
 		},
-		Endpoints: db, Samples: db, Reports: db, Logger: logger.With("component", "verify"),
+		Endpoints: db, Samples: db, Reports: db, Leases: leases, Logger: logger.With("component", "verify"),
 	})
 	runner.Register(v.Kind())
 	return v.RemoveStale()

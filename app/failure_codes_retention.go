@@ -10,7 +10,7 @@ var retentionFailureCodes = []FailureCode{
 	{Code: "retention.repository_locked", Category: CategoryStorage, Title: "Retention skipped a machine: its repository is in use",
 		Transient: true, Retryable: true,
 		Params: []FailureParam{param("endpointId", "The machine."), param("hostname", "The machine's host name."),
-			param("holder", "What held the repository: a restic lock (a backup running) or a verify run.")},
+			param("holder", "What held the repository: \"restic lock\" (an agent backup running). A verify run is waited for, never a holder.")},
 		FixSteps: []string{
 			"Nothing to do at first: a backup of {hostname} was running; the next nightly retention run thins the repository out.",
 			"If it recurs every night, move the backup schedule of {hostname} away from the retention run (02:30 UTC).",

@@ -14,6 +14,7 @@ import (
 	"backstop/agentapi"
 	"backstop/app"
 	"backstop/app/jobs"
+	"backstop/app/resticcmd"
 	"backstop/app/retention"
 	"backstop/store"
 	"backstop/store/storetest"
@@ -37,6 +38,7 @@ type applianceOptions struct {
 	now       app.Clock
 	pruned    func(string)
 	archive   retention.ArchivePurger
+	leases    *resticcmd.Leases
 }
 
 func newAppliance(t *testing.T, o applianceOptions) *appliance {
@@ -45,7 +47,7 @@ func newAppliance(t *testing.T, o applianceOptions) *appliance {
 	a.db = storetest.Open(t, a.dataDir)
 	a.tenant = storetest.Tenant(t, a.db, "Acme")
 	cfg := retention.Config{Restic: o.restic, TempDir: filepath.Join(a.dataDir, "tmp"), Locate: a.locate,
-		Tenants: a.db, Endpoints: a.db, Policies: a.db, Jobs: a.db, LockRetryWait: o.lockRetry, Now: o.now,
+		Tenants: a.db, Endpoints: a.db, Policies: a.db, Leases: o.leases, LockRetryWait: o.lockRetry, Now: o.now,
 		Pruned: o.pruned, Archive: o.archive, Logger: slog.New(slog.DiscardHandler)}
 	if o.blobs != nil {
 		cfg.Snapshots = o.blobs
@@ -68,6 +70,12 @@ func (a *appliance) locate(id string) (string, string) {
 // runRetention submits the tenant's retention job and waits for its end.
 func (a *appliance) runRetention(t *testing.T) *app.Job {
 	t.Helper()
+	return a.waitJob(t, a.submitRetention(t))
+}
+
+// submitRetention queues the tenant's retention job.
+func (a *appliance) submitRetention(t *testing.T) *app.Job {
+	t.Helper()
 	ctx := context.Background()
 	j, err := a.runner.Submit(ctx, app.JobRequest{TenantID: a.tenant, Action: app.ActionRetention, TargetType: app.TargetTenant,
 		TargetID: a.tenant, Trigger: app.TriggerWeb})
@@ -77,6 +85,13 @@ func (a *appliance) runRetention(t *testing.T) *app.Job {
 	if j.Queue != app.QueueRetention || j.Target.Type != app.TargetTenant || j.Target.DisplayName != "Acme" {
 		t.Fatalf("queued job %+v", j)
 	}
+	return j
+}
+
+// waitJob waits for the job's end.
+func (a *appliance) waitJob(t *testing.T, j *app.Job) *app.Job {
+	t.Helper()
+	ctx := context.Background()
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
 		got, err := a.db.Job(ctx, j.ID)

@@ -31,11 +31,6 @@ type Snapshots interface {
 	CollectGarbage(ctx context.Context, tenantID string) (freedBytes int64, err error)
 }
 
-// ActiveJobs finds a queued or running job on a target (app.JobService).
-type ActiveJobs interface {
-	ActiveJobFor(ctx context.Context, action, targetType, targetID string) (*app.Job, error)
-}
-
 // Config configures a Retainer.
 type Config struct {
 	// Restic is the restic binary (tools.restic).
@@ -52,10 +47,11 @@ type Config struct {
 	// Snapshots is the blob store; nil skips the blob-store phase (the
 	// summary says so).
 	Snapshots Snapshots
-	// Jobs, if set, lets a run leave alone a repository a verify run is
-	// reading (verify reads without a lock; pruning under it would make
-	// its packs vanish mid-read).
-	Jobs ActiveJobs
+	// Leases is shared with the verify runner: a prune waits for a
+	// verify of the endpoint to end and the other way round (verify reads
+	// without a lock; pruning under it would make its packs vanish
+	// mid-read). nil serialises nothing.
+	Leases *resticcmd.Leases
 	// Pruned, if set, is called after an endpoint's repository was
 	// pruned (the repository server recounts its quota).
 	Pruned func(endpointID string)
@@ -161,7 +157,26 @@ type EndpointsSummary struct {
 	SnapshotsKept      int   `json:"snapshotsKept"`
 	SnapshotsForgotten int   `json:"snapshotsForgotten"`
 	BytesFreed         int64 `json:"bytesFreed" doc:"Shrinkage of the repository directories (approximate while backups write)."`
+	BytesBefore        int64 `json:"bytesBefore" doc:"The repository directories' size before their prunes, summed."`
+	BytesAfter         int64 `json:"bytesAfter" doc:"Their size after, summed."`
 	Failed             int   `json:"failed" doc:"Repositories that failed; each is a failed item of the job."`
+	// Each is one repository the run got to, failed ones too, in the
+	// order pruned.
+	Each []RepositoryResult `json:"each"`
+}
+
+// RepositoryResult is what one endpoint repository's prune did. Sizes are
+// the bytes of the repository directory on disk (what the provider pays
+// for), measured just before and just after restic forget --prune while
+// the appliance holds the repository's lease; 0 when the run never got as
+// far as measuring.
+type RepositoryResult struct {
+	EndpointID       string `json:"endpointId"`
+	BytesBefore      int64  `json:"bytesBefore"`
+	BytesAfter       int64  `json:"bytesAfter"`
+	SnapshotsRemoved int    `json:"snapshotsRemoved"`
+	SnapshotsKept    int    `json:"snapshotsKept"`
+	Failed           bool   `json:"failed"`
 }
 
 // Kind is the job kind of retention runs: action retention on a tenant, in
@@ -213,6 +228,7 @@ func (r *Retainer) run(ctx context.Context, run *jobs.Run) (*jobs.Outcome, error
 	}
 	sum := &Summary{}
 	sum.Endpoints.Repositories = len(repos)
+	sum.Endpoints.Each = []RepositoryResult{}
 	p := &progress{run: run, ctx: ctx, sum: sum, total: int64(len(repos))}
 	if err := r.archivePhase(ctx, p, tenantID); err != nil {
 		return nil, err
@@ -385,13 +401,17 @@ func (r *Retainer) endpointRepository(ctx context.Context, p *progress, e *app.E
 	if err != nil {
 		return err
 	}
-	kept, forgotten, freed, err := r.prune(ctx, e, policy)
+	res, err := r.prune(ctx, e, policy)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	sum.SnapshotsKept += kept
-	sum.SnapshotsForgotten += forgotten
-	sum.BytesFreed += freed
+	res.EndpointID, res.Failed = e.ID, err != nil
+	sum.Each = append(sum.Each, res)
+	sum.SnapshotsKept += res.SnapshotsKept
+	sum.SnapshotsForgotten += res.SnapshotsRemoved
+	sum.BytesBefore += res.BytesBefore
+	sum.BytesAfter += res.BytesAfter
+	sum.BytesFreed += max(res.BytesBefore-res.BytesAfter, 0)
 	if err != nil {
 		sum.Failed++
 		var fe *app.FailureError
@@ -404,7 +424,7 @@ func (r *Retainer) endpointRepository(ctx context.Context, p *progress, e *app.E
 		r.cfg.Logger.Warn("retention of an endpoint repository failed", slog.String("endpoint_id", e.ID), slog.Any("error", err))
 		return p.run.ItemFailed(ctx, e.ID, endpointName(e), err)
 	}
-	if forgotten > 0 && r.cfg.Pruned != nil {
+	if res.SnapshotsRemoved > 0 && r.cfg.Pruned != nil {
 		r.cfg.Pruned(e.ID)
 	}
 	return nil
@@ -417,91 +437,90 @@ func endpointName(e *app.Endpoint) string {
 	return e.Hostname
 }
 
-// prune forgets and prunes one repository. A repository in use (a backup's
-// lock, or a verify run reading it) is retried once after LockRetryWait,
-// removing stale locks first; still in use, it fails with
-// retention.repository_locked.
-func (r *Retainer) prune(ctx context.Context, e *app.Endpoint, policy Policy) (kept, forgotten int, freed int64, err error) {
+// prune forgets and prunes one repository under the endpoint's lease:
+// it waits for a verify run of the endpoint to end, and a verify queued
+// meanwhile waits for the prune. A repository an agent backup holds
+// restic's lock on is retried once after LockRetryWait, removing stale
+// locks first; still locked, it fails with retention.repository_locked.
+// The result's sizes are measured under the lease, just before and after
+// restic ran.
+func (r *Retainer) prune(ctx context.Context, e *app.Endpoint, policy Policy) (RepositoryResult, error) {
+	var out RepositoryResult
 	repoDir, passwordFile := r.cfg.Locate(e.ID)
 	if _, err := os.Stat(passwordFile); err != nil {
-		return 0, 0, 0, app.Fail("restic.wrong_password", nil, fmt.Errorf("the appliance has no password file for this endpoint: %w", err))
+		return out, app.Fail("restic.wrong_password", nil, fmt.Errorf("the appliance has no password file for this endpoint: %w", err))
 	}
 	if _, err := os.Stat(filepath.Join(repoDir, "config")); err != nil {
-		return 0, 0, 0, app.Fail("restic.repository_missing", nil, fmt.Errorf("no restic repository at the endpoint's directory: %w", err))
+		return out, app.Fail("restic.repository_missing", nil, fmt.Errorf("no restic repository at the endpoint's directory: %w", err))
 	}
 	if err := os.MkdirAll(r.cfg.TempDir, 0o700); err != nil {
-		return 0, 0, 0, r.toolFailed("prepare", err)
+		return out, r.toolFailed("prepare", err)
 	}
 	tmp, err := os.MkdirTemp(r.cfg.TempDir, tempPrefix+e.ID+"-")
 	if err != nil {
-		return 0, 0, 0, r.toolFailed("prepare", err)
+		return out, r.toolFailed("prepare", err)
 	}
 	defer os.RemoveAll(tmp)
 	rs := newRestic(r.cfg.Restic, repoDir, passwordFile, tmp)
 
+	release, err := r.cfg.Leases.Acquire(ctx, e.ID, LeaseHolder)
+	if err != nil {
+		return out, err
+	}
+	defer release()
+
 	before, err := rs.snapshotIDs(ctx)
 	if err != nil {
-		return 0, 0, 0, err
+		return out, err
 	}
-	sizeBefore := dirSize(repoDir)
+	out.SnapshotsKept = len(before)
+	out.BytesBefore = dirSize(repoDir)
+	out.BytesAfter = out.BytesBefore
 	var res *result
 	for attempt := 1; ; attempt++ {
-		holder := ""
-		if r.verifying(ctx, e.ID) {
-			holder = "verify run"
-		} else {
-			if res, err = rs.forget(ctx, policy); err != nil {
-				return 0, 0, 0, err
-			}
-			if !locked(res) {
-				break
-			}
-			holder = "restic lock"
+		if res, err = rs.forget(ctx, policy); err != nil {
+			return out, err
+		}
+		if !locked(res) {
+			break
 		}
 		if attempt == 2 {
-			return len(before), 0, 0, app.Fail("retention.repository_locked", map[string]any{"holder": holder},
-				fmt.Errorf("the repository was in use (%s) twice, %s apart; it is left as it is until the next run", holder, r.cfg.LockRetryWait))
+			return out, app.Fail("retention.repository_locked", map[string]any{"holder": "restic lock"},
+				fmt.Errorf("the repository was locked twice, %s apart; it is left as it is until the next run", r.cfg.LockRetryWait))
 		}
 		t := time.NewTimer(r.cfg.LockRetryWait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return 0, 0, 0, ctx.Err()
+			return out, ctx.Err()
 		case <-t.C:
 		}
 		rs.unlock(ctx)
 	}
 	failed := res.Exit != 0
+	out.BytesAfter = dirSize(repoDir)
 	after, err := rs.snapshotIDs(ctx)
 	if err != nil {
-		return len(before), 0, 0, err
+		return out, err
 	}
-	gone := 0
 	still := make(map[string]bool, len(after))
 	for _, id := range after {
 		still[id] = true
 	}
 	for _, id := range before {
 		if !still[id] {
-			gone++
+			out.SnapshotsRemoved++
 		}
 	}
-	freed = max(sizeBefore-dirSize(repoDir), 0)
+	out.SnapshotsKept = len(after)
 	if failed {
-		return len(after), gone, freed, rs.failure("forget", res)
+		return out, rs.failure("forget", res)
 	}
-	return len(after), gone, freed, nil
+	return out, nil
 }
 
-// verifying reports whether a verify run of the endpoint is queued or
-// running.
-func (r *Retainer) verifying(ctx context.Context, endpointID string) bool {
-	if r.cfg.Jobs == nil {
-		return false
-	}
-	j, err := r.cfg.Jobs.ActiveJobFor(ctx, app.ActionVerify, app.TargetEndpoint, endpointID)
-	return err == nil && j != nil && j.State == app.JobRunning
-}
+// LeaseHolder is how a retention prune holds an endpoint's lease.
+const LeaseHolder = "retention"
 
 func (r *Retainer) toolFailed(step string, err error) error {
 	return &app.FailureError{Code: "retention.tool_failed", Params: map[string]any{"tool": "restic", "step": step}, Step: step, Err: err}

@@ -205,7 +205,9 @@ func TestRetentionJobPrunesEndpointRepositoriesWithRealRestic(t *testing.T) {
 		return times
 	}
 	repoDir, _ := a.locate(custom.e.ID)
+	inheritDir, _ := a.locate(inherit.e.ID)
 	sizeBefore := dirSizeForTest(repoDir)
+	inheritBefore := dirSizeForTest(inheritDir)
 
 	j := a.runRetention(t)
 	if j.State != app.JobSucceeded {
@@ -257,8 +259,30 @@ func TestRetentionJobPrunesEndpointRepositoriesWithRealRestic(t *testing.T) {
 		ep.Failed != 0 || ep.BytesFreed <= 0 {
 		t.Errorf("endpoint summary %+v, want 2 repositories, %d forgotten", ep, forgotten)
 	}
-	if sizeAfter := dirSizeForTest(repoDir); sizeAfter >= sizeBefore {
+	sizeAfter, inheritAfter := dirSizeForTest(repoDir), dirSizeForTest(inheritDir)
+	if sizeAfter >= sizeBefore {
 		t.Errorf("repository did not shrink: %d -> %d bytes", sizeBefore, sizeAfter)
+	}
+	// Each repository's size before and after, exactly as on disk (nothing
+	// else wrote meanwhile), and the totals.
+	want := map[string]retention.RepositoryResult{
+		inherit.e.ID: {EndpointID: inherit.e.ID, BytesBefore: inheritBefore, BytesAfter: inheritAfter,
+			SnapshotsRemoved: len(ages) - len(gotInherit), SnapshotsKept: len(gotInherit)},
+		custom.e.ID: {EndpointID: custom.e.ID, BytesBefore: sizeBefore, BytesAfter: sizeAfter,
+			SnapshotsRemoved: len(ages) - len(gotCustom), SnapshotsKept: len(gotCustom)},
+	}
+	if len(ep.Each) != 2 {
+		t.Fatalf("per-repository results %+v, want 2", ep.Each)
+	}
+	for _, got := range ep.Each {
+		if got != want[got.EndpointID] {
+			t.Errorf("repository result %+v, want %+v", got, want[got.EndpointID])
+		}
+	}
+	if ep.BytesBefore != sizeBefore+inheritBefore || ep.BytesAfter != sizeAfter+inheritAfter ||
+		ep.BytesFreed != ep.BytesBefore-ep.BytesAfter {
+		t.Errorf("totals before %d after %d freed %d, want %d, %d", ep.BytesBefore, ep.BytesAfter, ep.BytesFreed,
+			sizeBefore+inheritBefore, sizeAfter+inheritAfter)
 	}
 	if !sum.ProtectedObjects.Skipped || sum.SnapshotsForgotten != forgotten || sum.BytesFreed != ep.BytesFreed {
 		t.Errorf("summary %+v", sum)
@@ -335,8 +359,17 @@ func TestRetentionJobLeavesALockedRepositoryAndGoesOn(t *testing.T) {
 	if n := len(free.snapshots(t)); n != 2 { // 10 and 0 days old
 		t.Errorf("free repository has %d snapshots, want 2", n)
 	}
-	if s := a.summary(t, j.ID).Endpoints; s.Failed != 1 || s.SnapshotsForgotten != 1 {
-		t.Errorf("summary %+v", s)
+	s := a.summary(t, j.ID).Endpoints
+	if s.Failed != 1 || s.SnapshotsForgotten != 1 || len(s.Each) != 2 {
+		t.Fatalf("summary %+v", s)
+	}
+	for _, r := range s.Each {
+		switch {
+		case r.EndpointID == busy.e.ID && (!r.Failed || r.SnapshotsRemoved != 0 || r.BytesBefore == 0 || r.BytesAfter != r.BytesBefore):
+			t.Errorf("locked repository's result %+v", r)
+		case r.EndpointID == free.e.ID && (r.Failed || r.SnapshotsRemoved != 1 || r.BytesAfter >= r.BytesBefore):
+			t.Errorf("free repository's result %+v", r)
+		}
 	}
 	if !slices.Equal(pruned, []string{free.e.ID}) {
 		t.Errorf("pruned callback for %v, want only the free endpoint", pruned)

@@ -16,6 +16,7 @@ import (
 
 	"backstop/app"
 	"backstop/app/jobs"
+	"backstop/app/resticcmd"
 	"backstop/app/verify"
 	"backstop/e2e"
 	"backstop/store"
@@ -48,6 +49,12 @@ func newAppliance(t *testing.T) *appliance {
 // than the one the test's repositories are made with ("" for the same).
 func newApplianceVerifyingWith(t *testing.T, verifyRestic string) *appliance {
 	t.Helper()
+	return newApplianceWith(t, verifyRestic, nil)
+}
+
+// newApplianceWith also shares leases with the verify runner (nil: none).
+func newApplianceWith(t *testing.T, verifyRestic string, leases *resticcmd.Leases) *appliance {
+	t.Helper()
 	ctx := context.Background()
 	a := &appliance{dataDir: t.TempDir(), restic: requireRestic(t)}
 	if verifyRestic == "" {
@@ -57,7 +64,7 @@ func newApplianceVerifyingWith(t *testing.T, verifyRestic string) *appliance {
 	a.db = db
 	a.tenant = storetest.Tenant(t, db, "Acme")
 	v := verify.New(verify.Config{Restic: verifyRestic, TempDir: a.tempDir(), Locate: a.locate,
-		Endpoints: db, Samples: db, Reports: db, Logger: slog.New(slog.DiscardHandler)})
+		Endpoints: db, Samples: db, Reports: db, Leases: leases, Logger: slog.New(slog.DiscardHandler)})
 	a.runner = jobs.New(jobs.Config{Store: db, Schedules: db})
 	a.runner.Register(v.Kind())
 	if err := a.runner.Open(ctx); err != nil {

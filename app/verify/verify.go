@@ -26,7 +26,9 @@
 // unchanged) when nothing could be tested. The job runner raises
 // verify.completed with the result and, for a failed run, job.failed.
 // Temporary directories are removed when a run ends, and stale ones from a
-// crash by RemoveStale at start-up.
+// crash by RemoveStale at start-up. A run reads the repository only while it
+// holds the endpoint's lease (Config.Leases), shared with retention: it
+// waits for a prune of that repository to end, and a prune waits for it.
 package verify
 
 import (
@@ -64,8 +66,12 @@ type Config struct {
 	Endpoints app.EndpointService
 	Samples   Samples
 	Reports   app.VerifyReportService
-	Now       app.Clock
-	Logger    *slog.Logger
+	// Leases is shared with retention: a verify waits for a prune of the
+	// endpoint's repository to end, and a prune waits for the verify.
+	// nil serialises nothing.
+	Leases *resticcmd.Leases
+	Now    app.Clock
+	Logger *slog.Logger
 	// OldPackSample is how many packs older than the previous verify are
 	// re-hashed at random per run (default 16).
 	OldPackSample int
@@ -102,6 +108,9 @@ func New(cfg Config) *Verifier {
 }
 
 const tempPrefix = "verify-"
+
+// LeaseHolder is how a verify run holds an endpoint's lease.
+const LeaseHolder = "verify"
 
 // RemoveStale removes temporary directories a crashed run left behind. Call
 // it before the runner starts, while no verify runs.
@@ -257,6 +266,14 @@ func (v *Verifier) verify(ctx context.Context, run *jobs.Run, e *app.Endpoint, r
 	}
 	defer os.RemoveAll(tmp)
 	r := newRestic(v.cfg.Restic, repoDir, passwordFile, tmp)
+
+	// Reading without a restic lock is safe against agent backups (they
+	// only add), not against a prune: hold the endpoint's lease.
+	release, err := v.cfg.Leases.Acquire(ctx, e.ID, LeaseHolder)
+	if err != nil {
+		return err
+	}
+	defer release()
 
 	// 1. The snapshot must be in the repository.
 	ids, err := r.snapshotIDs(ctx)
