@@ -18,6 +18,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"backstop/agent"
 	"backstop/app/jobs"
 )
 
@@ -56,6 +57,9 @@ func exitCode(err error) int {
 	var u usageError
 	if errors.As(err, &u) {
 		return 2
+	}
+	if errors.Is(err, agent.ErrRestart) {
+		return agent.RestartExitCode
 	}
 	return 1
 }

@@ -28,6 +28,11 @@ type Agent struct {
 	// ReportTimeout bounds the final report after an interruption, when the
 	// process is about to exit (the spool keeps what does not make it).
 	ReportTimeout time.Duration
+	// Executable is the file self-update replaces; "" is os.Executable().
+	Executable string
+	// UpdateEvery is the pause between self-update checks (one runs at
+	// start); 0 is DefaultUpdateEvery, negative turns self-update off.
+	UpdateEvery time.Duration
 
 	mu            sync.Mutex
 	config        wire.Config

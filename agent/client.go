@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"runtime"
 	"strings"
 	"time"
 
@@ -95,7 +97,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		_ = json.Unmarshal(raw, &e)
 		return &APIError{Status: resp.StatusCode, Code: e.Code, Detail: e.Detail}
 	}
-	if out != nil {
+	if out != nil && resp.StatusCode != http.StatusNoContent {
 		if err := json.Unmarshal(raw, out); err != nil {
 			return fmt.Errorf("%s %s: unreadable answer: %w", method, path, err)
 		}
@@ -140,8 +142,10 @@ func (c *Client) Finish(ctx context.Context, f wire.Finish) (*wire.FinishResult,
 	return &out, c.do(ctx, http.MethodPost, "/runs/"+f.Run.RunID+"/finish", f, &out)
 }
 
-// Update asks which agent build the appliance offers.
+// Update asks whether the appliance offers this agent another build; the
+// answer's Available is false when it does not (204).
 func (c *Client) Update(ctx context.Context) (*wire.Update, error) {
+	q := url.Values{wire.UpdateQueryOS: {runtime.GOOS}, wire.UpdateQueryArch: {runtime.GOARCH}, wire.UpdateQueryVersion: {Version}}
 	var out wire.Update
-	return &out, c.do(ctx, http.MethodGet, "/update", nil, &out)
+	return &out, c.do(ctx, http.MethodGet, "/update?"+q.Encode(), nil, &out)
 }

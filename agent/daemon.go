@@ -18,7 +18,13 @@ import (
 // backups and the backups and restores the appliance asks for, one run at a
 // time. It returns when ctx ends; a run in progress is then interrupted
 // (restic gets SIGINT and removes its lock) and reported as interrupted.
+//
+// At start and every UpdateEvery, between runs, it asks for a new agent
+// build (SelfUpdate); once it has replaced its executable it returns
+// ErrRestart.
 func (a *Agent) Run(ctx context.Context) error {
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
 	if _, err := a.Spool.Flush(ctx); err != nil {
 		a.Logger.Warn("spooled run reports not sent yet", slog.Any("error", err))
 	}
@@ -105,11 +111,31 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer hbTimer.Stop()
 	schedTimer := time.NewTimer(a.untilNextScheduled())
 	defer schedTimer.Stop()
+	var updateC <-chan time.Time // nil: self-update off
+	updateTimer := time.NewTimer(0)
+	defer updateTimer.Stop()
+	if a.updateEvery() > 0 {
+		updateC = updateTimer.C
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			wg.Wait()
 			return nil
+		case <-updateC:
+			mu.Lock()
+			busy := running || len(work) > 0
+			mu.Unlock()
+			switch {
+			case busy: // never replace the binary under a run; look again soon
+				updateTimer.Reset(a.heartbeatEvery())
+			case a.tryUpdate(ctx):
+				stop()
+				wg.Wait()
+				return ErrRestart
+			default:
+				updateTimer.Reset(a.updateEvery())
+			}
 		case <-hbTimer.C:
 			if heartbeat() { // the schedule may have changed
 				if !schedTimer.Stop() {

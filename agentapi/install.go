@@ -51,7 +51,7 @@ func (in *Install) files() map[string]string {
 		exe, _ = os.Executable()
 	}
 	if exe != "" {
-		out[fmt.Sprintf("backstop-%s-%s", runtime.GOOS, runtime.GOARCH)] = exe
+		out[AgentBinaryName(runtime.GOOS, runtime.GOARCH)] = exe
 	}
 	dir := filepath.Join(in.DataDir, "install")
 	entries, _ := os.ReadDir(dir)

@@ -209,21 +209,6 @@ func (h *Handler) runEnd(e *app.Endpoint, in wire.Finish) (end app.AgentRunEnd, 
 	return end, ""
 }
 
-// update answers GET /agent/v1/update with the agent build for the
-// endpoint's platform.
-func (h *Handler) update(w http.ResponseWriter, r *http.Request, e *app.Endpoint) {
-	out := wire.Update{Version: app.Version}
-	if h.opts.Install != nil {
-		name := "backstop-" + e.OS + "-" + e.Arch
-		if sum, ok := h.opts.Install.Sum(name); ok {
-			out.URL, out.SHA256 = h.baseURL(r)+"/install/bin/"+name, sum
-			newer, ok := app.SemverNewer(app.Version, e.AgentVersion)
-			out.Available = ok && newer
-		}
-	}
-	writeJSON(w, http.StatusOK, out)
-}
-
 type errString string
 
 func (e errString) Error() string { return string(e) }

@@ -50,9 +50,13 @@ type Endpoint struct {
 	OS           string
 	Arch         string
 	AgentVersion string
-	Status       string
-	CreatedAt    time.Time
-	RevokedAt    *time.Time
+	// PinnedAgentVersion, when set, keeps the endpoint's agent at that
+	// version: self-update offers only it, or nothing. "" follows the
+	// appliance's build.
+	PinnedAgentVersion string
+	Status             string
+	CreatedAt          time.Time
+	RevokedAt          *time.Time
 
 	SecretFingerprint string // hex SHA-256 of the endpoint's secret
 
@@ -89,22 +93,24 @@ type Readiness struct {
 
 // EndpointView is the endpoint as the API shows it (SPEC "Endpoint").
 type EndpointView struct {
-	ID            string    `json:"id"`
-	TenantID      string    `json:"tenantId"`
-	Hostname      string    `json:"hostname"`
-	DisplayName   string    `json:"displayName"`
-	Profile       string    `json:"profile" enum:"server,client"`
-	OS            string    `json:"os" enum:"linux,darwin,"`
-	Arch          string    `json:"arch" enum:"amd64,arm64,"`
-	AgentVersion  string    `json:"agentVersion"`
-	Status        string    `json:"status" enum:"active,revoked"`
-	Connection    string    `json:"connection" enum:"online,offline,never"`
-	LastSeenAt    *Time     `json:"lastSeenAt"`
-	LastBackupAt  *Time     `json:"lastBackupAt"`
-	LastSuccessAt *Time     `json:"lastSuccessAt"`
-	Readiness     Readiness `json:"readiness"`
-	Attention     *string   `json:"attention" enum:"silent,backup_overdue,last_backup_failed,restore_test_failed,repository_damaged,never_seen"`
-	CreatedAt     Time      `json:"createdAt"`
+	ID           string `json:"id"`
+	TenantID     string `json:"tenantId"`
+	Hostname     string `json:"hostname"`
+	DisplayName  string `json:"displayName"`
+	Profile      string `json:"profile" enum:"server,client"`
+	OS           string `json:"os" enum:"linux,darwin,"`
+	Arch         string `json:"arch" enum:"amd64,arm64,"`
+	AgentVersion string `json:"agentVersion"`
+	// PinnedAgentVersion is null when the agent follows the appliance's build.
+	PinnedAgentVersion *string   `json:"pinnedAgentVersion" doc:"Agent version this endpoint is pinned to; null: it updates itself to the appliance's build."`
+	Status             string    `json:"status" enum:"active,revoked"`
+	Connection         string    `json:"connection" enum:"online,offline,never"`
+	LastSeenAt         *Time     `json:"lastSeenAt"`
+	LastBackupAt       *Time     `json:"lastBackupAt"`
+	LastSuccessAt      *Time     `json:"lastSuccessAt"`
+	Readiness          Readiness `json:"readiness"`
+	Attention          *string   `json:"attention" enum:"silent,backup_overdue,last_backup_failed,restore_test_failed,repository_damaged,never_seen"`
+	CreatedAt          Time      `json:"createdAt"`
 }
 
 // EndpointRules are the thresholds the derived fields depend on.
@@ -142,6 +148,10 @@ func (e *Endpoint) View(now time.Time, rules EndpointRules) EndpointView {
 	}
 	if v.DisplayName == "" {
 		v.DisplayName = e.Hostname
+	}
+	if e.PinnedAgentVersion != "" {
+		pinned := e.PinnedAgentVersion
+		v.PinnedAgentVersion = &pinned
 	}
 
 	switch {

@@ -2,10 +2,13 @@ package restapi
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"strings"
 
 	"backstop/app"
+
+	"github.com/danielgtaylor/huma/v2"
 )
 
 // Endpoint management for the web interface (session only): pre-create an
@@ -19,6 +22,30 @@ type endpointSettings struct {
 	Schedule    *string   `json:"schedule,omitempty" maxLength:"100" doc:"Cron expression (5 fields, or @daily, @every 6h); empty for on demand only."`
 	Paths       *[]string `json:"paths,omitempty" maxItems:"100" doc:"Absolute paths to back up."`
 	Excludes    *[]string `json:"excludes,omitempty" maxItems:"200" doc:"restic exclude patterns."`
+	// PinnedAgentVersion only on PATCH (CONTRACT §9): absent leaves the pin.
+	PinnedAgentVersion pinnedVersion `json:"pinnedAgentVersion,omitempty"`
+}
+
+// pinnedVersion is a PATCH field that may be absent (leave the pin), null
+// (unpin: the agent follows the appliance's build) or a semantic version.
+type pinnedVersion struct {
+	Sent    bool
+	Version string // "" for null
+}
+
+func (p *pinnedVersion) UnmarshalJSON(b []byte) error {
+	p.Sent = true
+	if string(b) == "null" {
+		p.Version = ""
+		return nil
+	}
+	return json.Unmarshal(b, &p.Version)
+}
+
+// Schema describes the field to huma: a string or null.
+func (pinnedVersion) Schema(huma.Registry) *huma.Schema {
+	return &huma.Schema{Type: huma.TypeString, Nullable: true, MaxLength: app.Ptr(64),
+		Description: "Keep this endpoint's agent at this version (its self-update then installs only that version, when the appliance carries it); null unpins."}
 }
 
 // apply validates the settings and sets them on e.
@@ -48,6 +75,13 @@ func (b *endpointSettings) apply(e *app.Endpoint) error {
 			}
 		}
 		e.Excludes = *b.Excludes
+	}
+	if b.PinnedAgentVersion.Sent {
+		v := strings.TrimSpace(b.PinnedAgentVersion.Version)
+		if v != "" && !app.ValidSemver(v) {
+			return app.FieldError("body.pinnedAgentVersion", "%q is not a semantic version (x.y.z)", v)
+		}
+		e.PinnedAgentVersion = strings.TrimPrefix(v, "v")
 	}
 	return nil
 }

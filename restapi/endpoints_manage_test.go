@@ -81,3 +81,42 @@ func strPtr(v any) *string {
 	s, _ := v.(string)
 	return &s
 }
+
+func TestEndpointAgentPin(t *testing.T) {
+	h := newHarness(t, app.EditionStandard, nil)
+	h.user("admin@acme.test", "correct horse battery", h.tenantA.ID)
+	cookie, csrf := h.session("admin@acme.test", "correct horse battery")
+	sess := []any{cookie, "X-CSRF-Token", csrf}
+	ctx := context.Background()
+	ep := h.endpoint(h.tenantA.ID, "pinned", app.ProfileServer)
+
+	if r := h.do("GET", "/api/v1/endpoints/"+ep.ID, "", sess...); r.code != 200 || r.json()["pinnedAgentVersion"] != nil ||
+		!strings.Contains(string(r.body), `"pinnedAgentVersion":null`) {
+		t.Fatalf("unpinned view: %d %s", r.code, r.body)
+	}
+	r := h.do("PATCH", "/api/v1/endpoints/"+ep.ID, `{"pinnedAgentVersion":"1.4.2"}`, sess...)
+	if r.code != 200 || r.json()["pinnedAgentVersion"] != "1.4.2" {
+		t.Fatalf("pin: %d %s", r.code, r.body)
+	}
+	if e, _ := h.db.Endpoint(ctx, ep.ID); e.PinnedAgentVersion != "1.4.2" {
+		t.Fatalf("stored pin: %q", e.PinnedAgentVersion)
+	}
+	// Another field leaves the pin; the list shows it too.
+	if r = h.do("PATCH", "/api/v1/endpoints/"+ep.ID, `{"displayName":"Pinned"}`, sess...); r.code != 200 || r.json()["pinnedAgentVersion"] != "1.4.2" {
+		t.Fatalf("pin kept: %d %s", r.code, r.body)
+	}
+	if r = h.do("GET", "/api/v1/endpoints", "", sess...); r.code != 200 || !strings.Contains(string(r.body), `"pinnedAgentVersion":"1.4.2"`) {
+		t.Fatalf("list shows the pin: %d %s", r.code, r.body)
+	}
+	for _, body := range []string{`{"pinnedAgentVersion":"latest"}`, `{"pinnedAgentVersion":"1.4"}`, `{"pinnedAgentVersion":12}`} {
+		if r = h.do("PATCH", "/api/v1/endpoints/"+ep.ID, body, sess...); r.code != 422 || !strings.Contains(string(r.body), "pinnedAgentVersion") {
+			t.Errorf("%s: want 422 naming pinnedAgentVersion, got %d %s", body, r.code, r.body)
+		}
+	}
+	if r = h.do("PATCH", "/api/v1/endpoints/"+ep.ID, `{"pinnedAgentVersion":null}`, sess...); r.code != 200 || r.json()["pinnedAgentVersion"] != nil {
+		t.Fatalf("unpin: %d %s", r.code, r.body)
+	}
+	if e, _ := h.db.Endpoint(ctx, ep.ID); e.PinnedAgentVersion != "" {
+		t.Fatalf("stored after unpin: %q", e.PinnedAgentVersion)
+	}
+}

@@ -83,6 +83,12 @@ func appendEndpointView(b []byte, v *app.EndpointView) []byte {
 	b = appendJSONString(b, v.Arch)
 	b = append(b, `,"agentVersion":`...)
 	b = appendJSONString(b, v.AgentVersion)
+	b = append(b, `,"pinnedAgentVersion":`...)
+	if v.PinnedAgentVersion == nil {
+		b = append(b, `null`...)
+	} else {
+		b = appendJSONString(b, *v.PinnedAgentVersion)
+	}
 	b = append(b, `,"status":`...)
 	b = appendJSONString(b, v.Status)
 	b = append(b, `,"connection":`...)

@@ -13,7 +13,7 @@ var _ app.EndpointService = (*DB)(nil)
 
 const endpointColumns = `id, tenant_id, hostname, display_name, profile, os, arch, agent_version, status, created_at,
 	revoked_at, secret_fingerprint, schedule, paths, excludes, last_seen_at, last_backup_at, last_backup_state,
-	last_success_at, last_snapshot_id, verify_state, verify_checked_at, verify_passed_snapshot_id, repository_damaged`
+	last_success_at, last_snapshot_id, verify_state, verify_checked_at, verify_passed_snapshot_id, repository_damaged, pinned_agent_version`
 
 // CreateEndpoint stores e, assigning an id and creation time when unset.
 func (db *DB) CreateEndpoint(ctx context.Context, e *app.Endpoint) error {
@@ -27,7 +27,7 @@ func (db *DB) CreateEndpoint(ctx context.Context, e *app.Endpoint) error {
 		e.Status = app.EndpointActive
 	}
 	return db.WriteTx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO endpoints (`+endpointColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		_, err := tx.ExecContext(ctx, `INSERT INTO endpoints (`+endpointColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 			endpointArgs(e)...)
 		return convertError(err)
 	})
@@ -84,7 +84,7 @@ func (db *DB) UpdateEndpoint(ctx context.Context, id string, fn func(e *app.Endp
 			arch=?7, agent_version=?8, status=?9, created_at=?10, revoked_at=?11, secret_fingerprint=?12, schedule=?13,
 			paths=?14, excludes=?15, last_seen_at=?16, last_backup_at=?17, last_backup_state=?18, last_success_at=?19,
 			last_snapshot_id=?20, verify_state=?21, verify_checked_at=?22, verify_passed_snapshot_id=?23,
-			repository_damaged=?24 WHERE id = ?1`, args...)
+			repository_damaged=?24, pinned_agent_version=?25 WHERE id = ?1`, args...)
 		out = e
 		return convertError(err)
 	})
@@ -97,7 +97,7 @@ func endpointArgs(e *app.Endpoint) []any {
 	return []any{e.ID, e.TenantID, e.Hostname, e.DisplayName, e.Profile, e.OS, e.Arch, e.AgentVersion, e.Status,
 		e.CreatedAt.UnixMilli(), ms(e.RevokedAt), e.SecretFingerprint, e.Schedule, string(paths), string(excludes),
 		ms(e.LastSeenAt), ms(e.LastBackupAt), e.LastBackupState, ms(e.LastSuccessAt), e.LastSnapshotID,
-		e.VerifyState, ms(e.VerifyCheckedAt), e.VerifyPassedSnapshotID, e.RepositoryDamaged}
+		e.VerifyState, ms(e.VerifyCheckedAt), e.VerifyPassedSnapshotID, e.RepositoryDamaged, e.PinnedAgentVersion}
 }
 
 func scanEndpoint(s scanner) (*app.Endpoint, error) {
@@ -108,7 +108,7 @@ func scanEndpoint(s scanner) (*app.Endpoint, error) {
 	if err := s.Scan(&e.ID, &e.TenantID, &e.Hostname, &e.DisplayName, &e.Profile, &e.OS, &e.Arch, &e.AgentVersion,
 		&e.Status, &created, &revoked, &e.SecretFingerprint, &e.Schedule, &paths, &excludes, &seen, &backup,
 		&e.LastBackupState, &success, &e.LastSnapshotID, &e.VerifyState, &verified, &e.VerifyPassedSnapshotID,
-		&e.RepositoryDamaged); err != nil {
+		&e.RepositoryDamaged, &e.PinnedAgentVersion); err != nil {
 		return nil, err
 	}
 	e.CreatedAt, e.RevokedAt = msTime(created), fromMs(revoked)

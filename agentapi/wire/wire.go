@@ -184,14 +184,24 @@ type FinishResult struct {
 	Duplicate bool   `json:"duplicate"` // this run had already been finished
 }
 
-// Update is GET /agent/v1/update: the agent the appliance offers for this
-// endpoint's platform.
+// Update is GET /agent/v1/update's answer when the appliance offers this
+// endpoint's agent another build (204 No Content when it does not). URL is
+// the path of the binary under the appliance (/install/bin/<file>); SHA256
+// is its hex SHA-256, also listed in /install/SHA256SUMS.
 type Update struct {
 	Version   string `json:"version"`
-	Available bool   `json:"available"` // newer than the caller's agentVersion
+	Available bool   `json:"available"` // always true in a 200 answer
 	URL       string `json:"url"`
 	SHA256    string `json:"sha256"`
 }
+
+// Query parameters of GET /agent/v1/update; each defaults to what the
+// endpoint last reported in a heartbeat.
+const (
+	UpdateQueryOS      = "os"
+	UpdateQueryArch    = "arch"
+	UpdateQueryVersion = "agentVersion"
+)
 
 // Error is the body of every refusal (problem+json subset).
 type Error struct {

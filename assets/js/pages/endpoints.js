@@ -179,7 +179,7 @@ export function EndpointPage({ params }) {
     <div class="grid2">
       <div class="panel"><h2>Machine</h2><dl class="facts">
         <dt>Host name</dt><dd>${e.hostname}</dd><dt>Kind</dt><dd>${e.profile === 'server' ? 'Server' : 'Client'} · ${e.os || '—'} ${e.arch}</dd>
-        <dt>Agent</dt><dd class="mono">${e.agentVersion || '—'}</dd><dt>Connection</dt><dd><${Connection} e=${e} /> · <${Ago} at=${e.lastSeenAt} /></dd>
+        <dt>Agent</dt><dd class="mono">${e.agentVersion || '—'}${e.pinnedAgentVersion && ` · pinned to ${e.pinnedAgentVersion}`}</dd><dt>Connection</dt><dd><${Connection} e=${e} /> · <${Ago} at=${e.lastSeenAt} /></dd>
         <dt>Added</dt><dd><${Time} at=${e.createdAt} /></dd><dt>Id</dt><dd class="mono">${e.id}</dd>
       </dl></div>
       <div class="panel"><h2>Backups</h2><dl class="facts">
