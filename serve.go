@@ -134,7 +134,7 @@ func serve(ctx context.Context, args []string, e env) error {
 		Tenants: db, Keys: db, Users: db, Audit: db, Endpoints: db, Enrollment: db, Settings: db, Versions: db, Jobs: db,
 		Webhooks: &webhooks.Service{Store: db, Guard: guard, Box: secretBox, Notify: deliveries.Notify},
 		Ping:     db.Ping,
-		JobStore: db, JobRunner: runner, JobFeed: runner.Broker(), Events: db, VerifyReports: db, Retention: db,
+		JobStore: db, JobRunner: runner, JobFeed: runner.Broker(), Events: db, VerifyReports: db, Retention: db, Maintenance: db,
 		Storage: storage, ApplianceKey: readApplianceKey(cfg), ApplianceKeys: db,
 		Sources: protected, Protected: db, Snapshots: protected, Directory: db, Protection: protected,
 		ProtectionChanged: func() { syncProtectSchedules(runner, db, logger) },
