@@ -40,7 +40,7 @@ func main() {
 	e := env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
 	if err := run(ctx, os.Args[1:], e); err != nil {
 		var u usageError
-		if !errors.As(err, &u) || u.msg != "" {
+		if (!errors.As(err, &u) || u.msg != "") && !errors.Is(err, errRestart) {
 			fmt.Fprintln(os.Stderr, "backstop:", err)
 		}
 		os.Exit(exitCode(err))
@@ -56,6 +56,9 @@ func exitCode(err error) int {
 	var u usageError
 	if errors.As(err, &u) {
 		return 2
+	}
+	if errors.Is(err, errRestart) {
+		return exitRestart
 	}
 	return 1
 }

@@ -124,6 +124,9 @@ type Options struct {
 	// SetupToken, when set, lets the first administrator be created through
 	// POST /api/v1/setup. It is printed by serve while no administrator exists.
 	SetupToken string
+	// NotReady makes /readyz answer not ready whatever the checks say. Only
+	// builds for the updater's rollback test set it (see main.go).
+	NotReady bool
 
 	// Metrics answers GET /metrics (metrics.go) to a caller presenting
 	// MetricsToken as a Bearer token or connecting from a MetricsAllow
