@@ -33,8 +33,9 @@ func admin(ctx context.Context, args []string, e env) error {
 		"restore-catalogue":       adminRestoreCatalogue,
 		"rebuild-catalogue":       adminRebuildCatalogue,
 		"archive-key":             adminArchiveKey,
-		"seed-bench":              adminSeedBench, // hidden: fills a data dir for docs/benchmarks.md
-		"openapi":                 adminOpenAPI,   // hidden: prints the API description for CI and client generators
+		"seed-bench":              adminSeedBench,      // hidden: fills a data dir for docs/benchmarks.md
+		"openapi":                 adminOpenAPI,        // hidden: prints the API description for CI and client generators
+		"update-watchdog":         adminUpdateWatchdog, // hidden: started by serve after an update (docs/updates.md)
 	}
 	fn, ok := cmds[args[0]]
 	if !ok {

@@ -41,7 +41,7 @@ func main() {
 	e := env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
 	if err := run(ctx, os.Args[1:], e); err != nil {
 		var u usageError
-		if !errors.As(err, &u) || u.msg != "" {
+		if (!errors.As(err, &u) || u.msg != "") && !errors.Is(err, errRestart) {
 			fmt.Fprintln(os.Stderr, "backstop:", err)
 		}
 		os.Exit(exitCode(err))
@@ -60,6 +60,9 @@ func exitCode(err error) int {
 	}
 	if errors.Is(err, agent.ErrRestart) {
 		return agent.RestartExitCode
+	}
+	if errors.Is(err, errRestart) {
+		return exitRestart
 	}
 	return 1
 }

@@ -134,7 +134,7 @@ func serve(ctx context.Context, args []string, e env) error {
 		Tenants: db, Keys: db, Users: db, Audit: db, Endpoints: db, Enrollment: db, Settings: db, Versions: db, Jobs: db,
 		Webhooks: &webhooks.Service{Store: db, Guard: guard, Box: secretBox, Notify: deliveries.Notify},
 		Ping:     db.Ping,
-		JobStore: db, JobRunner: runner, JobFeed: runner.Broker(), Events: db, VerifyReports: db, Retention: db,
+		JobStore: db, JobRunner: runner, JobFeed: runner.Broker(), Events: db, VerifyReports: db, Retention: db, Maintenance: db,
 		Storage: storage, ApplianceKey: readApplianceKey(cfg), ApplianceKeys: db,
 		Sources: protected, Protected: db, Snapshots: protected, Directory: db, Protection: protected,
 		ProtectionChanged: func() { syncProtectSchedules(runner, db, logger) },
@@ -144,7 +144,8 @@ func serve(ctx context.Context, args []string, e env) error {
 		RateLimit: cfg.API.RateLimit, RateWindow: cfg.API.RateWindow, TrustedProxies: proxies,
 		SecureCookies: cfg.TLS.Mode != "off" || strings.HasPrefix(cfg.PublicURL, "https://"),
 		Rules:         cfg.EndpointRules(), Logger: logger.With("component", "restapi"), SetupToken: setupToken,
-		UI: ui, Metrics: stats.Handler(), MetricsToken: cfg.Metrics.Token, MetricsAllow: cfg.MetricsAllow(),
+		NotReady: testNotReady != "",
+		UI:       ui, Metrics: stats.Handler(), MetricsToken: cfg.Metrics.Token, MetricsAllow: cfg.MetricsAllow(),
 		ObserveRequest: stats.ObserveRequest,
 	})
 
@@ -245,6 +246,14 @@ func serve(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	defer checker.Close() // deferred after db.Close, so it runs first
+	restart := make(chan struct{})
+	updater, err := startUpdater(cfg, db, api, ln.Addr().String(), logger, restart)
+	if err != nil {
+		srv.Close()
+		<-crons.Stop().Done()
+		return err
+	}
+	defer updater.Close()
 	deliveries.Open()
 	defer deliveries.Close() // before db.Close: in-flight attempts stay pending
 	trimmer.Open()
@@ -260,11 +269,14 @@ func serve(ctx context.Context, args []string, e env) error {
 	syncProtectSchedules(runner, db, logger)
 	recordDailyCounts(db, db.Now(), true, logger) // then at 00:00 UTC from cron
 
+	var exitErr error
 	select {
 	case err := <-errc:
 		<-crons.Stop().Done()
 		return fmt.Errorf("http server: %w", err)
 	case <-ctx.Done():
+	case <-restart:
+		exitErr = errRestart
 	}
 	logger.Info("shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -273,7 +285,7 @@ func serve(ctx context.Context, args []string, e env) error {
 		logger.Warn("http shutdown incomplete", slog.Any("error", err))
 	}
 	<-crons.Stop().Done()
-	return nil
+	return exitErr
 }
 
 func newLogger(cfg app.Config, e env) *slog.Logger {

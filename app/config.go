@@ -43,6 +43,9 @@ type Config struct {
 		Channel    string `mapstructure:"channel"`
 		Repository string `mapstructure:"repository"`
 		APIURL     string `mapstructure:"api_url"`
+		// RollbackAfter is how long a new version has to become ready
+		// after an update before the previous binary is put back.
+		RollbackAfter time.Duration `mapstructure:"rollback_after"`
 	} `mapstructure:"update"`
 	Archive struct {
 		SMTPListen   string `mapstructure:"smtp_listen"`
@@ -148,6 +151,7 @@ func DefaultConfig() Config {
 	c.Update.Channel = "stable"
 	c.Update.Repository = "backstop-dev/backstop"
 	c.Update.APIURL = "https://api.github.com"
+	c.Update.RollbackAfter = 60 * time.Second
 	c.Archive.SMTPMaxBytes = 200 << 20
 	c.Tools.Restic = "restic"
 	c.Endpoints.SilentAfter.Server = 15 * time.Minute
@@ -211,6 +215,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Update.Channel != "stable" && c.Update.Channel != "beta" {
 		return bad("update.channel", "must be stable or beta, got %q", c.Update.Channel)
+	}
+	if c.Update.RollbackAfter < time.Second {
+		return bad("update.rollback_after", "must be at least 1s, got %s", c.Update.RollbackAfter)
 	}
 	if parts := strings.Split(c.Update.Repository, "/"); len(parts) != 2 || parts[0] == "" || parts[1] == "" {
 		return bad("update.repository", "must be owner/name, got %q", c.Update.Repository)

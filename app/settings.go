@@ -40,11 +40,37 @@ type VersionCheck struct {
 	CheckError  string // "" on success; rate_limited, not_found, network, bad_response
 }
 
+// Maintenance phases (CONTRACT §15), in the order an update goes through
+// them; failed ends an update that did not complete (the error says why,
+// including a rollback to the previous binary).
+const (
+	MaintenanceAnnounced   = "announced"
+	MaintenanceDownloading = "downloading"
+	MaintenanceVerifying   = "verifying"
+	MaintenanceApplying    = "applying"
+	MaintenanceRestarting  = "restarting"
+	MaintenanceFailed      = "failed"
+)
+
 // Maintenance is an announced or running update through the updater.
 type Maintenance struct {
-	Phase         string `json:"phase" enum:"announced,running"`
-	TargetVersion string `json:"targetVersion"`
-	StartsAt      *Time  `json:"startsAt"`
+	Phase         string  `json:"phase" enum:"announced,downloading,verifying,applying,restarting,failed"`
+	TargetVersion string  `json:"targetVersion" doc:"Semantic version without the leading v."`
+	StartsAt      *Time   `json:"startsAt" doc:"When the update starts; null: at once."`
+	Error         *string `json:"error" doc:"Why the update failed; null unless phase is failed."`
+	// FromVersion is the version that announced the update; a process of
+	// another version finding phase restarting is the new one.
+	FromVersion string `json:"-"`
+}
+
+// MaintenanceService stores the one maintenance record; it survives a
+// restart, which is how the new binary learns an update brought it.
+type MaintenanceService interface {
+	// Maintenance returns the record, or a not-found error when none.
+	Maintenance(ctx context.Context) (*Maintenance, error)
+	// UpdateMaintenance applies fn to the record (nil when none) in one
+	// write transaction and stores what fn returns (nil deletes it).
+	UpdateMaintenance(ctx context.Context, fn func(m *Maintenance) (*Maintenance, error)) (*Maintenance, error)
 }
 
 // VersionInfo is the `version` object of the status response.

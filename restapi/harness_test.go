@@ -77,7 +77,7 @@ func newHarness(t testing.TB, edition string, tweak func(*Options), extra ...fun
 	h.storage, h.backends = newTestStorage(t, db, dir)
 	h.applianceKey = []byte("appliance key bytes\n")
 	srv := New(Services{Tenants: db, Keys: db, Users: db, Audit: db, Endpoints: db, Enrollment: db, Settings: db,
-		Versions: db, Jobs: db, Events: db, Ping: db.Ping, Storage: h.storage, ApplianceKeys: db,
+		Versions: db, Jobs: db, Events: db, Ping: db.Ping, Storage: h.storage, ApplianceKeys: db, Maintenance: db,
 		ApplianceKey: func() ([]byte, error) { return h.applianceKey, nil }}, opts)
 	h.srv = srv
 	if tt, ok := t.(*testing.T); ok {

@@ -27,10 +27,29 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request, _ httprouter.Pa
 // directory takes a synced write, and that the default storage target was
 // usable (state ok) at its last check, the state GET /storage shows.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+	checks, ready := s.readiness(r.Context())
+	if !ready {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "not_ready", "checks": checks})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "checks": checks})
+}
+
+// Ready reports what /readyz answers, without a request (the updater asks
+// it before it declares an update done).
+func (s *Server) Ready(ctx context.Context) bool {
+	_, ready := s.readiness(ctx)
+	return ready
+}
+
+func (s *Server) readiness(ctx context.Context) (map[string]string, bool) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	checks := map[string]string{"database": "ok", "storage": "ok"}
 	ready := true
+	if s.opts.NotReady {
+		checks["database"], ready = "failing", false
+	}
 	// Anonymous callers learn which check fails, not why: the reasons name
 	// paths and internals, and go to the log instead.
 	if err := s.Ping(ctx); err != nil {
@@ -46,11 +65,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request, _ httprouter.Par
 			s.opts.Logger.Error("readiness: the default storage target is not usable", slog.Any("error", err))
 		}
 	}
-	if !ready {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "not_ready", "checks": checks})
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "checks": checks})
+	return checks, ready
 }
 
 func checkWritable(dir string) error {

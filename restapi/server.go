@@ -67,6 +67,10 @@ type Services struct {
 	// Retention serves the retention policies (session only); nil answers
 	// 501 not_implemented.
 	Retention app.RetentionService
+	// Maintenance holds the updater's announced or running update
+	// (POST, DELETE /maintenance and version.maintenance); nil: the routes
+	// answer 501 and version.maintenance is null.
+	Maintenance app.MaintenanceService
 	// Storage serves /storage, /storage-targets, the status's storage
 	// object and the storage check of /readyz; nil answers as if there
 	// were no target (and /readyz checks only the data directory).
@@ -120,6 +124,9 @@ type Options struct {
 	// SetupToken, when set, lets the first administrator be created through
 	// POST /api/v1/setup. It is printed by serve while no administrator exists.
 	SetupToken string
+	// NotReady makes /readyz answer not ready whatever the checks say. Only
+	// builds for the updater's rollback test set it (see main.go).
+	NotReady bool
 
 	// Metrics answers GET /metrics (metrics.go) to a caller presenting
 	// MetricsToken as a Bearer token or connecting from a MetricsAllow
@@ -266,6 +273,7 @@ func (s *Server) routes() {
 	op(s, http.MethodPost, "enrollmentTokens.create", "/api/v1/enrollment-tokens", accessSession, "", "Create a one-time agent enrollment token", s.createEnrollmentToken)
 	op(s, http.MethodGet, "settings.get", "/api/v1/settings", accessSession, "", "Read settings", s.getSettings)
 	op(s, http.MethodPatch, "settings.update", "/api/v1/settings", accessSession, "", "Change settings", s.updateSettings)
+	s.maintenanceRoutes() // POST, DELETE /maintenance (provider administrators)
 	op(s, http.MethodGet, "audit.list", "/api/v1/audit", accessSession, "", "The audit log, newest first", s.listAudit)
 	s.sourceRoutes()        // GET, POST /sources; PATCH, DELETE /sources/{id}
 	s.retentionRoutes()     // GET, PUT /retention; GET, PUT /endpoints/{id}/retention; POST /retention/run

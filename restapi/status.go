@@ -109,7 +109,15 @@ func (s *Server) versionInfo(ctx context.Context) (app.VersionInfo, error) {
 	if err != nil && app.ErrorCode(err) != app.ENOTFOUND {
 		return app.VersionInfo{}, err
 	}
-	return app.BuildVersionInfo(s.opts.Version, st, c), nil
+	v := app.BuildVersionInfo(s.opts.Version, st, c)
+	if s.Maintenance != nil {
+		m, err := s.Maintenance.Maintenance(ctx)
+		if err != nil && app.ErrorCode(err) != app.ENOTFOUND {
+			return app.VersionInfo{}, err
+		}
+		v.Maintenance = m
+	}
+	return v, nil
 }
 
 type versionOutput struct{ Body app.VersionInfo }

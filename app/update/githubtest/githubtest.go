@@ -11,6 +11,9 @@
 //     (UTC epoch seconds) and -resource. Past the primary limit the answer
 //     is 403 with x-ratelimit-remaining 0; a secondary limit is 429 with
 //     retry-after. Errors are JSON {"message", "documentation_url", "status"}.
+//   - GET /repos/{owner}/{repo}/releases/tags/{tag}: one release by tag.
+//   - A release's assets are listed with a browser_download_url the fake
+//     serves itself (GET /download/{tag}/{name}, application/octet-stream).
 //   - A request without User-Agent is refused with 403, as GitHub does.
 package githubtest
 
@@ -33,6 +36,9 @@ type Release struct {
 	Prerelease  bool
 	CreatedAt   time.Time
 	PublishedAt time.Time // zero for a draft (null on the wire)
+	// Assets are the release's files by name (a binary, SHA256SUMS,
+	// SHA256SUMS.sig, …).
+	Assets map[string][]byte
 }
 
 // Server is the fake API. Change its fields under Lock/Unlock (or through
@@ -179,6 +185,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.serveLatest(w)
 	case path == strings.ToLower(prefix):
 		s.serveList(w, r)
+	case strings.HasPrefix(path, strings.ToLower(prefix)+"/tags/"):
+		s.serveTag(w, r.URL.Path[len(prefix+"/tags/"):])
+	case strings.HasPrefix(r.URL.Path, "/download/"):
+		s.serveAsset(w, strings.TrimPrefix(r.URL.Path, "/download/"))
 	default:
 		writeError(w, http.StatusNotFound, "Not Found", "https://docs.github.com/rest/releases/releases#get-the-latest-release")
 	}
@@ -197,6 +207,29 @@ func (s *Server) serveLatest(w http.ResponseWriter) {
 		return
 	}
 	_ = json.NewEncoder(w).Encode(s.wire(best, 1))
+}
+
+func (s *Server) serveTag(w http.ResponseWriter, tag string) {
+	for i := range s.releases {
+		if r := &s.releases[i]; r.Tag == tag && (!r.Draft || s.listDrafts) {
+			_ = json.NewEncoder(w).Encode(s.wire(r, i+1))
+			return
+		}
+	}
+	writeError(w, http.StatusNotFound, "Not Found", "https://docs.github.com/rest/releases/releases#get-a-release-by-tag-name")
+}
+
+func (s *Server) serveAsset(w http.ResponseWriter, tagAndName string) {
+	tag, name, _ := strings.Cut(tagAndName, "/")
+	for _, r := range s.releases {
+		if b, ok := r.Assets[name]; ok && r.Tag == tag {
+			w.Header().Set("Content-Type", "application/octet-stream")
+			w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+			_, _ = w.Write(b)
+			return
+		}
+	}
+	writeError(w, http.StatusNotFound, "Not Found", "https://docs.github.com/rest/releases/assets")
 }
 
 func (s *Server) serveList(w http.ResponseWriter, r *http.Request) {
@@ -228,12 +261,25 @@ func (s *Server) wire(r *Release, id int) map[string]any {
 	if !r.Draft && !r.PublishedAt.IsZero() {
 		published = r.PublishedAt.UTC().Format(time.RFC3339)
 	}
+	assets := []any{}
+	names := make([]string, 0, len(r.Assets))
+	for name := range r.Assets {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for i, name := range names {
+		assets = append(assets, map[string]any{
+			"url": api + "/assets/" + strconv.Itoa(i+1), "id": i + 1, "name": name, "label": "", "state": "uploaded",
+			"content_type": "application/octet-stream", "size": len(r.Assets[name]),
+			"browser_download_url": s.URL + "/download/" + r.Tag + "/" + name,
+		})
+	}
 	return map[string]any{
 		"url": api, "assets_url": api + "/assets", "upload_url": "https://uploads.github.com/repos/" + s.repo + "/releases/" + strconv.Itoa(id) + "/assets{?name,label}",
 		"html_url": s.ReleaseURL(r.Tag), "id": id, "node_id": "RE_kwDO" + strconv.Itoa(id),
 		"author":   map[string]any{"login": "octocat", "id": 1, "type": "User", "site_admin": false},
 		"tag_name": r.Tag, "target_commitish": "main", "name": r.Tag, "draft": r.Draft, "prerelease": r.Prerelease,
-		"created_at": r.CreatedAt.UTC().Format(time.RFC3339), "published_at": published, "assets": []any{},
+		"created_at": r.CreatedAt.UTC().Format(time.RFC3339), "published_at": published, "assets": assets,
 		"tarball_url": s.URL + "/repos/" + s.repo + "/tarball/" + r.Tag, "zipball_url": s.URL + "/repos/" + s.repo + "/zipball/" + r.Tag,
 		"body": "## What's changed\n\n* Fixes and improvements.",
 	}

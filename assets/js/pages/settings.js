@@ -2,7 +2,7 @@
 // administrators see them read-only.
 import { html, useState, useEffect } from '../lib.js';
 import { api } from '../api.js';
-import { PageHead, Loaded, useApi, Field, ErrorNote } from '../ui.js';
+import { PageHead, Loaded, useApi, Field, ErrorNote, Time } from '../ui.js';
 
 export function SettingsPage({ ctx }) {
   const st = useApi('/settings');
@@ -29,5 +29,49 @@ export function SettingsPage({ ctx }) {
       <${Field} label="Release channel" error=${error && error.fields.updateChannel}>${(a) => html`<select ...${a} disabled=${ro} value=${form.updateChannel} onChange=${(e) => setForm({ ...form, updateChannel: e.target.value })} style=${{ maxWidth: '240px' }}>
         <option value="stable">Stable</option><option value="beta">Beta (early releases)</option></select>`}<//>
       ${!ro && html`<div class="actions" style=${{ justifyContent: 'flex-start' }}><button class="primary" type="submit" disabled=${busy}>${busy ? 'Saving…' : 'Save settings'}</button></div>`}
-    </form>`}<//>`;
+    </form>`}<//>
+    <${Maintenance} ro=${ro} />`;
+}
+
+const phaseText = {
+  announced: 'Announced', downloading: 'Downloading the release', verifying: 'Checking the signature and checksum',
+  applying: 'Replacing the program', restarting: 'Restarting', failed: 'Failed',
+};
+const running = (m) => m && m.phase !== 'announced' && m.phase !== 'failed';
+
+// Maintenance: the updater's phase (version.maintenance) and, for provider
+// administrators, updating to the version the update check found. While an
+// update is announced or runs the version is read again every 3 s; the appliance restarts
+// in the middle, so a failed read then is expected and retried.
+function Maintenance({ ro }) {
+  const v = useApi('/version');
+  const [error, setError] = useState(null);
+  const [busy, setBusy] = useState(false);
+  const [last, setLast] = useState(null);
+  useEffect(() => { if (v.data) setLast(v.data); }, [v.data]);
+  const d = v.data || last;
+  const m = d && d.maintenance;
+  useEffect(() => {
+    if (!m || m.phase === 'failed') return;
+    const id = setTimeout(v.reload, 3000);
+    return () => clearTimeout(id);
+  }, [v.data, v.error]);
+  const act = async (method, body) => {
+    setBusy(true); setError(null);
+    try { await api(method, '/maintenance', body); } catch (err) { setError(err); }
+    setBusy(false); v.reload();
+  };
+  if (!d) return null;
+  return html`<div class="panel" style=${{ maxWidth: '620px' }} aria-live="polite">
+    <h2>Version</h2>
+    <p>Running <strong>${d.running}</strong>${d.latest && html`; latest on the ${d.channel} channel: <strong>${d.latest}</strong>`}${d.updateAvailable === false && ' (up to date)'}.</p>
+    <${ErrorNote} error=${error} />
+    ${m && html`<div class=${'alert ' + (m.phase === 'failed' ? 'error' : 'info')} role="status" data-phase=${m.phase}>
+      Update to ${m.targetVersion}: <strong>${phaseText[m.phase] || m.phase}</strong>${m.phase === 'announced' && m.startsAt ? html` — starts at <${Time} at=${m.startsAt} />` : ''}${m.error ? html`<div>${m.error}</div>` : ''}
+      ${running(m) && html`<div class="hint">The appliance restarts during the update; if the new version is not ready within a minute the previous one is put back.</div>`}</div>`}
+    ${!ro && html`<div class="actions" style=${{ justifyContent: 'flex-start' }}>
+      ${d.updateAvailable && !running(m) && (!m || m.phase === 'failed' || m.targetVersion !== d.latest) && html`<button class="primary" disabled=${busy} onClick=${() => act('POST', { targetVersion: d.latest })}>Update to v${d.latest}</button>`}
+      ${m && !running(m) && html`<button disabled=${busy} onClick=${() => act('DELETE')}>${m.phase === 'failed' ? 'Dismiss' : 'Cancel update'}</button>`}
+    </div>`}
+  </div>`;
 }
