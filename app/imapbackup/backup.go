@@ -60,7 +60,7 @@ func Backup(ctx context.Context, a Account, w *blobstore.Writer, prev []blobstor
 	}
 	defer s.close()
 	b := &backupRun{s: s, w: w, ctx: ctx, condstore: s.caps.Has(imap.CapCondStore)}
-	b.prog = newProgressReporter(progress)
+	b.prog = app.NewProgressReporter(progress)
 	res, err := b.run(prev)
 	if err != nil {
 		return nil, classify(ctx, a, err)
@@ -73,13 +73,13 @@ type backupRun struct {
 	s         *session
 	w         *blobstore.Writer
 	condstore bool
-	prog      *progressReporter
+	prog      *app.ProgressReporter
 	failed    []ItemFailure
 	fetches   int // UID FETCH commands sent for bodies (tests count them)
 }
 
 func (b *backupRun) run(prev []blobstore.Item) (*BackupResult, error) {
-	b.prog.phase("scanning")
+	b.prog.Phase("scanning")
 	folders, err := b.listFolders()
 	if err != nil {
 		return nil, err
@@ -91,8 +91,8 @@ func (b *backupRun) run(prev []blobstore.Item) (*BackupResult, error) {
 			total += int64(*f.status.NumMessages)
 		}
 	}
-	b.prog.setTotals(total, 0)
-	b.prog.phase("transferring")
+	b.prog.SetTotals(total, 0)
+	b.prog.Phase("transferring")
 
 	res := &BackupResult{}
 	prevIDs := make(map[string]struct{}, len(prev))
@@ -111,7 +111,7 @@ func (b *backupRun) run(prev []blobstore.Item) (*BackupResult, error) {
 		var msgs []blobstore.Item
 		if pf != nil && pf.ok && unchanged(pf.meta, meta, b.condstore) {
 			msgs = pf.msgs
-			b.prog.addDone(int64(len(msgs)), 0)
+			b.prog.AddDone(int64(len(msgs)), 0)
 		} else {
 			msgs, err = b.syncFolder(f, pf)
 			if err != nil {
@@ -140,7 +140,7 @@ func (b *backupRun) run(prev []blobstore.Item) (*BackupResult, error) {
 		}
 	}
 	res.Failed = b.failed
-	b.prog.flush()
+	b.prog.Flush()
 	return res, nil
 }
 
@@ -291,7 +291,7 @@ func (b *backupRun) syncFolder(f folderState, pf *prevFolder) ([]blobstore.Item,
 		}
 		out = append(out, it)
 	}
-	b.prog.addDone(int64(len(out)), 0)
+	b.prog.AddDone(int64(len(out)), 0)
 	var todo []uint32
 	var todoBytes int64
 	for uid, l := range list {
@@ -301,7 +301,7 @@ func (b *backupRun) syncFolder(f folderState, pf *prevFolder) ([]blobstore.Item,
 		}
 	}
 	slices.Sort(todo)
-	b.prog.addTotals(0, todoBytes)
+	b.prog.AddTotals(0, todoBytes)
 	fetched, err := b.fetchMessages(f, sel.UIDValidity, todo, list)
 	if err != nil {
 		return nil, err
@@ -638,7 +638,7 @@ func (b *backupRun) store(ctx context.Context, m *fetchedMsg, r io.Reader) {
 	}
 	m.content = c
 	m.header = parseHeader(hc.buf)
-	b.prog.addDone(1, c.Size)
+	b.prog.AddDone(1, c.Size)
 }
 
 func readAllInto(buf []byte, r io.Reader) ([]byte, error) {
@@ -711,66 +711,4 @@ func messageItem(f folderState, uidValidity uint32, m *fetchedMsg) blobstore.Ite
 	}
 	return blobstore.Item{ID: MessageItemID(f.mailbox, uidValidity, m.uid), Kind: KindMessage, Path: f.path,
 		Name: name, Content: m.content, Meta: raw}
-}
-
-// progressReporter calls the job's progress function at most every
-// 200 ms, plus at phase changes and at the end.
-type progressReporter struct {
-	fn     Progress
-	callMu sync.Mutex // one call of fn at a time
-	mu     sync.Mutex
-	p      app.JobProgress
-	last   time.Time
-}
-
-func newProgressReporter(fn Progress) *progressReporter { return &progressReporter{fn: fn} }
-
-func (r *progressReporter) phase(p string) {
-	r.mu.Lock()
-	r.p.Phase = p
-	r.mu.Unlock()
-	r.flush()
-}
-
-func (r *progressReporter) setTotals(items, bytes int64) {
-	r.mu.Lock()
-	r.p.ItemsTotal, r.p.BytesTotal = items, bytes
-	r.mu.Unlock()
-}
-
-func (r *progressReporter) addTotals(items, bytes int64) {
-	r.mu.Lock()
-	r.p.ItemsTotal += items
-	r.p.BytesTotal += bytes
-	r.mu.Unlock()
-}
-
-func (r *progressReporter) addDone(items, bytes int64) {
-	r.mu.Lock()
-	r.p.ItemsDone += items
-	r.p.BytesDone += bytes
-	due := time.Since(r.last) > 200*time.Millisecond
-	r.mu.Unlock()
-	if due {
-		r.flush()
-	}
-}
-
-func (r *progressReporter) flush() {
-	if r.fn == nil {
-		return
-	}
-	r.mu.Lock()
-	p := r.p
-	if p.ItemsDone > p.ItemsTotal {
-		p.ItemsTotal = p.ItemsDone
-	}
-	if p.ItemsTotal > 0 {
-		p.Percent = int(p.ItemsDone * 100 / p.ItemsTotal)
-	}
-	r.last = time.Now()
-	r.mu.Unlock()
-	r.callMu.Lock()
-	r.fn(p)
-	r.callMu.Unlock()
 }

@@ -48,7 +48,7 @@ func Restore(ctx context.Context, a Account, req RestoreRequest, open Opener, pr
 		return nil, err
 	}
 	defer s.close()
-	r := &restoreRun{ctx: ctx, a: a, s: s, open: open, prog: newProgressReporter(progress), res: &RestoreResult{}}
+	r := &restoreRun{ctx: ctx, a: a, s: s, open: open, prog: app.NewProgressReporter(progress), res: &RestoreResult{}}
 	defer func() {
 		if r.ac != nil {
 			r.ac.close()
@@ -57,7 +57,7 @@ func Restore(ctx context.Context, a Account, req RestoreRequest, open Opener, pr
 	if err := r.run(req); err != nil {
 		return nil, classify(ctx, a, err)
 	}
-	r.prog.flush()
+	r.prog.Flush()
 	return r.res, nil
 }
 
@@ -67,7 +67,7 @@ type restoreRun struct {
 	s     *session
 	ac    *appendConn
 	open  Opener
-	prog  *progressReporter
+	prog  *app.ProgressReporter
 	res   *RestoreResult
 	delim string
 }
@@ -78,7 +78,7 @@ type restoreMsg struct {
 }
 
 func (r *restoreRun) run(req RestoreRequest) error {
-	r.prog.phase("scanning")
+	r.prog.Phase("scanning")
 	list, err := r.s.c.List("", "", nil).Collect()
 	if err != nil {
 		return err
@@ -103,7 +103,7 @@ func (r *restoreRun) run(req RestoreRequest) error {
 			bytes += it.Size
 		}
 	}
-	r.prog.setTotals(total, bytes)
+	r.prog.SetTotals(total, bytes)
 	paths := make([]string, 0, len(folders))
 	for p := range folders {
 		paths = append(paths, p)
@@ -113,7 +113,7 @@ func (r *restoreRun) run(req RestoreRequest) error {
 	if err != nil {
 		return err
 	}
-	r.prog.phase("transferring")
+	r.prog.Phase("transferring")
 	for _, p := range paths {
 		dest := r.destination(req.Folder, p)
 		if err := r.ensureMailbox(dest, existing); err != nil {
@@ -128,7 +128,7 @@ func (r *restoreRun) run(req RestoreRequest) error {
 			return err
 		}
 		r.res.Skipped += int64(len(msgs) - len(todo))
-		r.prog.addDone(int64(len(msgs)-len(todo)), 0)
+		r.prog.AddDone(int64(len(msgs)-len(todo)), 0)
 		if err := r.appendAll(dest, todo); err != nil {
 			return err
 		}
@@ -484,7 +484,7 @@ func (r *restoreRun) finish(dest string, b *batch) error {
 			n += m.item.Size
 		}
 		r.res.Restored += int64(len(b.msgs))
-		r.prog.addDone(int64(len(b.msgs)), n)
+		r.prog.AddDone(int64(len(b.msgs)), n)
 		return nil
 	}
 	if isQuota(resp) {

@@ -20,8 +20,8 @@ const purposeWorkers = 8
 // → room, anything else a user. A user whose purpose cannot be read has no
 // mailbox (HasMailbox false) and stays a user.
 func SyncDirectory(ctx context.Context, c *graph.Client, progress Progress) ([]DirectoryUser, error) {
-	prog := newProgress(progress)
-	prog.phase("scanning")
+	prog := app.NewProgressReporter(progress)
+	prog.Phase("scanning")
 	skus, err := c.SubscribedSkus(ctx)
 	if err != nil {
 		return nil, failure(c, errContext{permission: permOrganization}, err)
@@ -46,24 +46,24 @@ func SyncDirectory(ctx context.Context, c *graph.Client, progress Progress) ([]D
 			d.Licensed = len(d.Licenses) > 0
 			out = append(out, d)
 		}
-		prog.addTotals(int64(len(users)), 0)
+		prog.AddTotals(int64(len(users)), 0)
 		return nil
 	})
 	if err != nil {
 		return nil, failure(c, errContext{permission: permUsers}, err)
 	}
-	prog.phase("transferring")
+	prog.Phase("transferring")
 	if err := readPurposes(ctx, c, out, prog); err != nil {
 		return nil, failure(c, errContext{permission: permMailbox}, err)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ExternalID < out[j].ExternalID })
-	prog.phase("done")
+	prog.Phase("done")
 	return out, nil
 }
 
 // readPurposes fills Kind and HasMailbox, asking for graph.MaxBatch users
 // per UserPurposes call, purposeWorkers calls at a time.
-func readPurposes(ctx context.Context, c *graph.Client, users []DirectoryUser, prog *progressReporter) error {
+func readPurposes(ctx context.Context, c *graph.Client, users []DirectoryUser, prog *app.ProgressReporter) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	chunks := make(chan []DirectoryUser)
@@ -89,7 +89,7 @@ func readPurposes(ctx context.Context, c *graph.Client, users []DirectoryUser, p
 					chunk[i].HasMailbox = ok && p != ""
 					chunk[i].Kind = kindOf(p)
 				}
-				prog.addDone(int64(len(chunk)), 0)
+				prog.AddDone(int64(len(chunk)), 0)
 			}
 		}()
 	}

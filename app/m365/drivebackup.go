@@ -33,7 +33,7 @@ type driveRun struct {
 	user    string
 	driveID string
 	w       *blobstore.Writer
-	prog    *progressReporter
+	prog    *app.ProgressReporter
 	ec      errContext
 	nodes   map[string]*driveNode
 	// known is every file of the previous snapshot by drive item id, for
@@ -51,7 +51,7 @@ type driveRun struct {
 // they are stored; a mismatch fails that file only (graph.hash_mismatch).
 // A user without a drive is graph.mailbox_unavailable.
 func BackupDrive(ctx context.Context, c *graph.Client, userID string, w *blobstore.Writer, prev []blobstore.Item, progress Progress) (*BackupResult, error) {
-	r := &driveRun{ctx: ctx, c: c, user: userID, w: w, prog: newProgress(progress),
+	r := &driveRun{ctx: ctx, c: c, user: userID, w: w, prog: app.NewProgressReporter(progress),
 		ec: errContext{permission: permFiles, mailbox: userID}}
 	res, err := r.run(prev)
 	if err != nil {
@@ -61,7 +61,7 @@ func BackupDrive(ctx context.Context, c *graph.Client, userID string, w *blobsto
 }
 
 func (r *driveRun) run(prev []blobstore.Item) (*BackupResult, error) {
-	r.prog.phase("scanning")
+	r.prog.Phase("scanning")
 	d, err := r.c.UserDrive(r.ctx, r.user)
 	if err != nil {
 		if graph.StatusOf(err) == http.StatusNotFound || graph.IsCode(err, "ResourceNotFound", "itemNotFound") {
@@ -86,7 +86,7 @@ func (r *driveRun) run(prev []blobstore.Item) (*BackupResult, error) {
 		root.meta.DeltaLink, root.meta.DriveID = link, r.driveID
 	}
 	paths := r.paths()
-	r.prog.phase("transferring")
+	r.prog.Phase("transferring")
 	if err := r.download(paths); err != nil {
 		return nil, err
 	}
@@ -211,7 +211,7 @@ func (r *driveRun) download(paths map[string]string) error {
 	for id, n := range r.nodes {
 		if _, ok := paths[id]; ok && n.pending != nil {
 			todo = append(todo, n)
-			r.prog.addTotals(1, n.pending.Size)
+			r.prog.AddTotals(1, n.pending.Size)
 		}
 	}
 	ctx, cancel := context.WithCancel(r.ctx)
@@ -312,7 +312,7 @@ func (r *driveRun) fetch(ctx context.Context, n *driveNode) error {
 		n.meta.CTag = d.CTag
 	}
 	n.content = &c
-	r.prog.addDone(1, c.Size)
+	r.prog.AddDone(1, c.Size)
 	return nil
 }
 
@@ -382,7 +382,7 @@ func (r *driveRun) result(paths map[string]string) *BackupResult {
 			res.Removed++
 		}
 	}
-	r.prog.flush()
+	r.prog.Flush()
 	return res
 }
 

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"backstop/app"
 	"backstop/app/blobstore"
 	"backstop/app/graph"
 )
@@ -25,8 +26,8 @@ const maxRenames = 50
 // or holding the same content (so a second run adds nothing either).
 func RestoreFiles(ctx context.Context, c *graph.Client, req RestoreRequest, open Opener, progress Progress) (*RestoreResult, error) {
 	ec := errContext{permission: permFiles, mailbox: req.UserID, restore: true}
-	prog := newProgress(progress)
-	prog.phase("transferring")
+	prog := app.NewProgressReporter(progress)
+	prog.Phase("transferring")
 	d, err := c.UserDrive(ctx, req.UserID)
 	if err != nil {
 		return nil, failure(c, ec, err)
@@ -70,7 +71,7 @@ func RestoreFiles(ctx context.Context, c *graph.Client, req RestoreRequest, open
 		}
 	}
 	sort.SliceStable(files, func(i, j int) bool { return files[i].Path < files[j].Path })
-	prog.addTotals(int64(len(files)), 0)
+	prog.AddTotals(int64(len(files)), 0)
 	res := &RestoreResult{}
 	for _, it := range files {
 		dir := strings.Trim(it.Path, "/")
@@ -92,9 +93,9 @@ func RestoreFiles(ctx context.Context, c *graph.Client, req RestoreRequest, open
 			}
 			res.Failed = append(res.Failed, ItemFailure{ItemID: it.ID, Ref: ref, Err: fe})
 		}
-		prog.addDone(1, it.Size)
+		prog.AddDone(1, it.Size)
 	}
-	prog.flush()
+	prog.Flush()
 	return res, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"backstop/app"
 	"backstop/app/blobstore"
 	"backstop/app/graph"
 )
@@ -133,7 +134,7 @@ type mailRun struct {
 	user   string
 	w      *blobstore.Writer
 	prev   *prevMailbox
-	prog   *progressReporter
+	prog   *app.ProgressReporter
 	ec     errContext
 	jobs   chan fetchJob
 	wg     sync.WaitGroup
@@ -160,7 +161,7 @@ type fetchJob struct {
 func BackupMailbox(ctx context.Context, c *graph.Client, userID string, w *blobstore.Writer, prev []blobstore.Item, progress Progress) (*BackupResult, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	r := &mailRun{ctx: ctx, c: c, user: userID, w: w, prev: indexPrevMailbox(prev), prog: newProgress(progress),
+	r := &mailRun{ctx: ctx, c: c, user: userID, w: w, prev: indexPrevMailbox(prev), prog: app.NewProgressReporter(progress),
 		ec: errContext{permission: permMail, mailbox: userID}, jobs: make(chan fetchJob), cancel: cancel}
 	res, err := r.run()
 	if err != nil {
@@ -170,7 +171,7 @@ func BackupMailbox(ctx context.Context, c *graph.Client, userID string, w *blobs
 }
 
 func (r *mailRun) run() (*BackupResult, error) {
-	r.prog.phase("scanning")
+	r.prog.Phase("scanning")
 	var folders []*mailFolderState
 	err := r.c.MailFolders(r.ctx, r.user, func(f graph.MailFolder, path []string) error {
 		if f.IsSearchFolder() {
@@ -182,13 +183,13 @@ func (r *mailRun) run() (*BackupResult, error) {
 		}
 		folders = append(folders, &mailFolderState{folder: f, path: strings.Join(segs, "/"),
 			meta: FolderMeta{FolderID: f.ID, ParentFolderID: f.ParentFolderID}})
-		r.prog.addTotals(int64(f.TotalItemCount), 0)
+		r.prog.AddTotals(int64(f.TotalItemCount), 0)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	r.prog.phase("transferring")
+	r.prog.Phase("transferring")
 	for range max(FetchWorkers, 1) {
 		r.wg.Add(1)
 		go r.fetcher()
@@ -261,7 +262,7 @@ func (r *mailRun) syncFolder(f *mailFolderState) error {
 	for id, m := range f.msgs {
 		if old, ok := r.prev.byGraph[id]; ok && old.prevChangeKey == m.changeKey {
 			m.content = &old.prev.Content
-			r.prog.addDone(1, 0)
+			r.prog.AddDone(1, 0)
 			continue
 		}
 		m.content = nil
@@ -337,7 +338,7 @@ func (r *mailRun) fetcher() {
 			j.f.mu.Lock()
 			j.m.content = &c
 			j.f.mu.Unlock()
-			r.prog.addDone(1, c.Size)
+			r.prog.AddDone(1, c.Size)
 		case itemGone(err):
 			j.f.mu.Lock()
 			j.m.gone = true // deleted meanwhile: the next delta says so
@@ -479,6 +480,6 @@ func (r *mailRun) result(folders []*mailFolderState) *BackupResult {
 			res.Removed++
 		}
 	}
-	r.prog.flush()
+	r.prog.Flush()
 	return res
 }

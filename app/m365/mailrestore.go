@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"backstop/app"
 	"backstop/app/blobstore"
 	"backstop/app/graph"
 )
@@ -36,8 +37,8 @@ const (
 // created is in Failed; failures of the whole mailbox end the restore.
 func RestoreMail(ctx context.Context, c *graph.Client, req RestoreRequest, open Opener, progress Progress) (*RestoreResult, error) {
 	ec := errContext{permission: permMail, mailbox: req.UserID, restore: true}
-	prog := newProgress(progress)
-	prog.phase("transferring")
+	prog := app.NewProgressReporter(progress)
+	prog.Phase("transferring")
 	res := &RestoreResult{}
 	var msgs []blobstore.Item
 	for _, it := range req.Items {
@@ -45,7 +46,7 @@ func RestoreMail(ctx context.Context, c *graph.Client, req RestoreRequest, open 
 			msgs = append(msgs, it)
 		}
 	}
-	prog.addTotals(int64(len(msgs)), 0)
+	prog.AddTotals(int64(len(msgs)), 0)
 	sort.SliceStable(msgs, func(i, j int) bool { return msgs[i].Path < msgs[j].Path })
 	top, err := c.EnsureMailFolder(ctx, req.UserID, "msgfolderroot", req.Folder)
 	if err != nil {
@@ -119,9 +120,9 @@ func RestoreMail(ctx context.Context, c *graph.Client, req RestoreRequest, open 
 			}
 			res.Failed = append(res.Failed, ItemFailure{ItemID: it.ID, Ref: path + "/" + it.Name, Err: fe})
 		}
-		prog.addDone(1, it.Size)
+		prog.AddDone(1, it.Size)
 	}
-	prog.flush()
+	prog.Flush()
 	return res, nil
 }
 
