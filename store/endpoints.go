@@ -15,6 +15,12 @@ const endpointColumns = `id, tenant_id, hostname, display_name, profile, os, arc
 	revoked_at, secret_fingerprint, schedule, paths, excludes, last_seen_at, last_backup_at, last_backup_state,
 	last_success_at, last_snapshot_id, verify_state, verify_checked_at, verify_passed_snapshot_id, repository_damaged, pinned_agent_version`
 
+// insertEndpoint inserts one row of endpointColumns; endpointArgs gives its
+// arguments. CreateEndpoint and ImportEndpoints share it so that a column
+// added to one cannot be missed by the other.
+const insertEndpoint = `INSERT INTO endpoints (` + endpointColumns + `)
+	VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+
 // CreateEndpoint stores e, assigning an id and creation time when unset.
 func (db *DB) CreateEndpoint(ctx context.Context, e *app.Endpoint) error {
 	if e.ID == "" {
@@ -27,8 +33,7 @@ func (db *DB) CreateEndpoint(ctx context.Context, e *app.Endpoint) error {
 		e.Status = app.EndpointActive
 	}
 	return db.WriteTx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO endpoints (`+endpointColumns+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
-			endpointArgs(e)...)
+		_, err := tx.ExecContext(ctx, insertEndpoint, endpointArgs(e)...)
 		return convertError(err)
 	})
 }

@@ -16,8 +16,7 @@ import (
 // and creation times where unset. Any failure rolls back the whole call.
 func (db *DB) ImportEndpoints(ctx context.Context, eps []*app.Endpoint) error {
 	return db.WriteTx(ctx, func(tx *sql.Tx) error {
-		stmt, err := tx.PrepareContext(ctx, `INSERT INTO endpoints (`+endpointColumns+`)
-			VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`)
+		stmt, err := tx.PrepareContext(ctx, insertEndpoint)
 		if err != nil {
 			return err
 		}

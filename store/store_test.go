@@ -534,3 +534,25 @@ func TestMaintainLeavesCheckpointsToTheirOwner(t *testing.T) {
 		db.Close()
 	}
 }
+
+// TestImportEndpoints is what seed-bench relies on: bulk-imported rows read
+// back with every column, the newest included.
+func TestImportEndpoints(t *testing.T) {
+	db, _ := openTestDB(t)
+	ctx := context.Background()
+	a := mustTenant(t, db, "A")
+	eps := []*app.Endpoint{
+		{TenantID: a.ID, Hostname: "one", Profile: app.ProfileServer, PinnedAgentVersion: "1.2.3"},
+		{TenantID: a.ID, Hostname: "two", Profile: app.ProfileClient, Paths: []string{"/home"}},
+	}
+	if err := db.ImportEndpoints(ctx, eps); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range eps {
+		got, err := db.Endpoint(ctx, want.ID)
+		if err != nil || got.Hostname != want.Hostname || got.PinnedAgentVersion != want.PinnedAgentVersion ||
+			got.Status != app.EndpointActive || len(got.Paths) != len(want.Paths) {
+			t.Errorf("Endpoint(%s) = %+v, %v", want.ID, got, err)
+		}
+	}
+}
