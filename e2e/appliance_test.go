@@ -25,7 +25,7 @@ var (
 )
 
 // binary builds the backstop binary once per test process.
-func binary(t *testing.T) string {
+func binary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "backstop-e2e-bin")
@@ -56,6 +56,7 @@ type appliance struct {
 	// cleanup calls it too, so a test may stop an appliance early to start
 	// another on the same data directory.
 	stop func()
+	pid  int // of the serve process
 }
 
 type lockedBuffer struct {
@@ -78,7 +79,7 @@ var (
 // startAppliance runs the binary with a fresh data directory (or the one
 // env names with SERVICE_DATA_DIR, to restart on an earlier one) and
 // returns once it serves; it is stopped (SIGTERM, then kill) when the test ends.
-func startAppliance(t *testing.T, env ...string) *appliance {
+func startAppliance(t testing.TB, env ...string) *appliance {
 	t.Helper()
 	bin := binary(t)
 	a := &appliance{DataDir: t.TempDir(), stderr: &lockedBuffer{}}
@@ -96,6 +97,7 @@ func startAppliance(t *testing.T, env ...string) *appliance {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	a.pid = cmd.Process.Pid
 	ready := make(chan struct{})
 	go func() {
 		sc := bufio.NewScanner(pr)
@@ -199,7 +201,7 @@ func (a *appliance) signIn(t *testing.T, email, password string) string {
 	return ""
 }
 
-func waitFor(t *testing.T, what string, timeout time.Duration, ok func() bool) {
+func waitFor(t testing.TB, what string, timeout time.Duration, ok func() bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()

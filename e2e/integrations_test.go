@@ -127,7 +127,7 @@ func jobSteps(t *testing.T, a *appliance, b *browser) (jobID string) {
 }
 
 // agentCall posts JSON to the agent API with the endpoint's credentials.
-func agentCall(t *testing.T, a *appliance, id, secret, path string, in, out any) {
+func agentCall(t testing.TB, a *appliance, id, secret, path string, in, out any) {
 	t.Helper()
 	body, _ := json.Marshal(in)
 	req, _ := http.NewRequest(http.MethodPost, a.URL+path, bytes.NewReader(body))

@@ -214,7 +214,7 @@ func (h *Handler) writeTemp(root *os.Root, t target, body io.Reader, limit int64
 	if t.kind != "config" { // config is the one file not named by its hash
 		sum = sha256.New()
 	}
-	var dst io.Writer = f
+	var dst io.Writer = &writebackWriter{f: f}
 	if h.wrapTemp != nil {
 		dst = h.wrapTemp(f)
 	}
@@ -264,6 +264,30 @@ func copyUpload(dst io.Writer, sum hash.Hash, src io.Reader, limit int64) (int64
 			return written, readError{rerr}
 		}
 	}
+}
+
+// writebackEvery is how many bytes of an upload are written before the
+// kernel is asked to start writing them to disk.
+const writebackEvery = 4 << 20
+
+// writebackWriter writes to f and starts the writeback of every
+// writebackEvery bytes as soon as they are written, so that a pack's bytes
+// go to disk while the rest of it still arrives and the fsync at the end
+// waits for the last few MiB instead of all of them.
+type writebackWriter struct {
+	f       *os.File
+	written int64
+	started int64 // bytes whose writeback has been started
+}
+
+func (w *writebackWriter) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	w.written += int64(n)
+	if w.written-w.started >= writebackEvery {
+		startWriteback(w.f, w.started, w.written-w.started)
+		w.started = w.written
+	}
+	return n, err
 }
 
 // syncDir fsyncs a directory inside root.
