@@ -36,6 +36,9 @@ import (
 type endpointCache struct {
 	mu   sync.Mutex // one refresh at a time
 	snap atomic.Pointer[endpointSnapshot]
+
+	uncacheable atomic.Bool  // the change-log triggers are missing: never cache
+	refreshed   atomic.Int64 // Unix nanoseconds of the latest refresh started by a single read (read_cache.go)
 }
 
 // endpointSnapshot is the endpoints table at one point of the change log.
@@ -93,6 +96,7 @@ func (db *DB) endpointSnapshot(ctx context.Context) (*endpointSnapshot, error) {
 	} else {
 		c.snap.Store(nil)
 	}
+	c.uncacheable.Store(!cacheable)
 	return next, nil
 }
 

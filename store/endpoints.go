@@ -40,6 +40,9 @@ func (db *DB) CreateEndpoint(ctx context.Context, e *app.Endpoint) error {
 
 // Endpoint returns the endpoint with the id, or a not-found error.
 func (db *DB) Endpoint(ctx context.Context, id string) (*app.Endpoint, error) {
+	if e, ok, err := db.cachedEndpoint(ctx, id); ok {
+		return e, err
+	}
 	e, err := scanEndpoint(db.queryRowCached(ctx, `SELECT `+endpointColumns+` FROM endpoints WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, app.NotFound("endpoint")

@@ -32,6 +32,9 @@ func (db *DB) CreateKey(ctx context.Context, k *app.APIKey) error {
 
 // Key returns the key with the id, or a not-found error.
 func (db *DB) Key(ctx context.Context, id string) (*app.APIKey, error) {
+	if k, ok, err := db.cachedKey(ctx, id); ok {
+		return k, err
+	}
 	k, err := scanKey(db.queryRowCached(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, app.NotFound("API key")

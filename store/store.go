@@ -58,6 +58,8 @@ type DB struct {
 	stmts sync.Map // SQL text -> *sql.Stmt prepared on the read pool (stmtcache.go)
 
 	endpointCache endpointCache // every endpoint, kept exact through a change log (endpoint_cache.go)
+	keyCache      keyCache      // every API key, kept exact through a version counter (read_cache.go)
+	marks         markGate      // shared reads of how far those have gone (read_cache.go)
 
 	touchMu sync.Mutex
 	touched map[string]time.Time // key id -> last lastUsedAt written
