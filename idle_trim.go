@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"net/http"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -15,7 +16,8 @@ import (
 // them only slowly, and the endpoint cache holds ~1 KB per endpoint. After
 // `quiet` without an HTTP request starting or ending, the trimmer runs each
 // release function (dropping caches that are rebuilt on demand) and then
-// debug.FreeOSMemory, a forced GC that returns every free page. It does so
+// debug.FreeOSMemory, a forced GC that returns every free page, and then
+// gives back the executable's own pages (releaseExecutablePages). It does so
 // once per quiet period: the next request re-arms it. Background work
 // (cron, webhook delivery) does not count as activity; a trim during it
 // costs one GC and is otherwise harmless.
@@ -23,6 +25,12 @@ type idleTrimmer struct {
 	quiet   time.Duration
 	release []func()
 	now     func() time.Time
+	// pageOut gives back the executable's own pages after the GC, and
+	// pageIn restores the usual read-ahead when requests come again
+	// (releaseExecutablePages, useExecutablePages; exe_pages_linux.go).
+	pageOut  func() int64
+	pageIn   func()
+	pagedOut atomic.Bool
 
 	last    atomic.Int64 // Unix nanoseconds of the latest request start or end
 	trimmed int64        // the value of last when the latest trim ran; only the trimming goroutine uses it
@@ -33,7 +41,8 @@ type idleTrimmer struct {
 }
 
 func newIdleTrimmer(quiet time.Duration, release ...func()) *idleTrimmer {
-	t := &idleTrimmer{quiet: quiet, release: release, now: time.Now}
+	t := &idleTrimmer{quiet: quiet, release: release, now: time.Now,
+		pageOut: releaseExecutablePages, pageIn: useExecutablePages}
 	t.last.Store(t.now().UnixNano())
 	t.trimmed = -1
 	return t
@@ -44,6 +53,9 @@ func (t *idleTrimmer) Track(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t.touch()
 		defer t.touch() // a long request (a stream, an upload) counts until it ends
+		if t.pagedOut.Load() && t.pagedOut.CompareAndSwap(true, false) {
+			t.pageIn()
+		}
 		h.ServeHTTP(w, r)
 	})
 }
@@ -62,7 +74,15 @@ func (t *idleTrimmer) maybeTrim() bool {
 	for _, f := range t.release {
 		f()
 	}
+	// Two collections: the first moves what sync.Pools hold (the HTTP
+	// server's bufio readers and writers, upload buffers) to their victim
+	// caches, the second, FreeOSMemory's, frees them and returns every free
+	// page.
+	runtime.GC()
 	debug.FreeOSMemory()
+	if t.pageOut() > 0 {
+		t.pagedOut.Store(true)
+	}
 	t.trims.Add(1)
 	return true
 }

@@ -18,6 +18,9 @@ func TestIdleTrimmerTrimsOncePerQuietPeriod(t *testing.T) {
 	released := 0
 	tr := newIdleTrimmer(30*time.Second, func() { released++ })
 	tr.now = now
+	pagedOut, pagedIn := 0, 0
+	tr.pageOut = func() int64 { pagedOut++; return 1 }
+	tr.pageIn = func() { pagedIn++ }
 	tr.last.Store(now().UnixNano())
 	h := tr.Track(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { advance(time.Second) }))
 	request := func() { h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil)) }
@@ -27,20 +30,28 @@ func TestIdleTrimmerTrimsOncePerQuietPeriod(t *testing.T) {
 		t.Fatal("trimmed before the quiet period passed")
 	}
 	advance(time.Second)
-	if !tr.maybeTrim() || released != 1 {
-		t.Fatalf("no trim after 30 s of quiet (released %d)", released)
+	if !tr.maybeTrim() || released != 1 || pagedOut != 1 {
+		t.Fatalf("no trim after 30 s of quiet (released %d, paged out %d)", released, pagedOut)
 	}
 	advance(time.Hour)
 	if tr.maybeTrim() || released != 1 {
 		t.Fatal("trimmed again without a request in between")
 	}
 	request() // starts now, ends a second later: the quiet period counts from its end
+	if pagedIn != 1 {
+		t.Fatalf("read-ahead restored %d times by the first request after a trim, want once", pagedIn)
+	}
 	advance(29 * time.Second)
 	if tr.maybeTrim() {
 		t.Fatal("trimmed 29 s after a request ended")
 	}
 	advance(time.Second)
-	if !tr.maybeTrim() || released != 2 || tr.trims.Load() != 2 {
-		t.Fatalf("no trim after the request's quiet period (released %d)", released)
+	if !tr.maybeTrim() || released != 2 || tr.trims.Load() != 2 || pagedOut != 2 {
+		t.Fatalf("no trim after the request's quiet period (released %d, paged out %d)", released, pagedOut)
+	}
+	request()
+	request()
+	if pagedIn != 2 {
+		t.Fatalf("read-ahead restored %d times after two trims, want twice", pagedIn)
 	}
 }

@@ -170,7 +170,7 @@ func serve(ctx context.Context, args []string, e env) error {
 		if err := db.ReleaseMemory(context.Background()); err != nil {
 			logger.Warn("releasing database memory failed", slog.Any("error", err))
 		}
-	})
+	}, api.ReleaseMemory)
 	srv := &http.Server{
 		Handler:           trimmer.Track(repos.Route(front)),
 		ReadHeaderTimeout: 10 * time.Second,

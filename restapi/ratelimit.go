@@ -91,6 +91,28 @@ func (l *rateLimiter) allow(key string, now time.Time) (ok bool, remaining, rese
 	return ok, l.limit - r.n, l.resetSeconds(r, t)
 }
 
+// compact drops the times that left the window and the keys with none, and
+// shrinks every ring to the times it holds, so an idle appliance keeps 8
+// bytes per request of the window and no more (grow doubles).
+func (l *rateLimiter) compact(now time.Time) {
+	t := now.UnixNano()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for k, r := range l.keys {
+		if l.expire(r, t); r.n == 0 {
+			delete(l.keys, k)
+			continue
+		}
+		if r.n < len(r.times) {
+			times := make([]int64, r.n)
+			for i := range times {
+				times[i] = r.times[(r.head+i)%len(r.times)]
+			}
+			r.times, r.head = times, 0
+		}
+	}
+}
+
 // full reports, without recording anything, whether key has used its window
 // and the seconds until a slot frees.
 func (l *rateLimiter) full(key string, now time.Time) (bool, int) {

@@ -47,3 +47,32 @@ func TestRateLimiterGrowsAndStaysExact(t *testing.T) {
 		t.Fatalf("1000 requests under a limit of 1e9 hold a ring of %d", n)
 	}
 }
+
+// compact keeps exactly the times still in the window: the same requests
+// are allowed and refused afterwards, rings hold no slack, idle keys go.
+func TestRateLimiterCompactKeepsTheWindow(t *testing.T) {
+	const limit = 50
+	l := newRateLimiter(limit, 10*time.Second)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 40 { // 40 requests at 100 ms spacing: a ring of 64 after doubling
+		l.allow("busy", now.Add(time.Duration(i)*100*time.Millisecond))
+	}
+	l.allow("idle", now)
+	at := now.Add(10*time.Second + 50*time.Millisecond) // "idle" and the first busy request left the window
+	l.compact(at)
+	if _, ok := l.keys["idle"]; ok {
+		t.Fatal("a key with nothing in its window was kept")
+	}
+	if r := l.keys["busy"]; r == nil || r.n != 39 || len(r.times) != 39 || r.head != 0 {
+		t.Fatalf("busy ring after compact: %+v", r)
+	}
+	// 11 more fit (39 + 11 = 50), the 12th does not; the ring grows again.
+	for i := range 11 {
+		if ok, _, _ := l.allow("busy", at); !ok {
+			t.Fatalf("request %d after compact refused", i+1)
+		}
+	}
+	if ok, _, reset := l.allow("busy", at); ok || reset != 1 {
+		t.Fatalf("51st in the window: ok %v reset %d, want refused, 1 s", ok, reset)
+	}
+}

@@ -216,6 +216,16 @@ func New(svc Services, opts Options) *Server {
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
+// ReleaseMemory compacts the rate limiters (the idle trimmer of serve calls
+// it): what they keep of the requests of the past window, exactly, and no
+// more.
+func (s *Server) ReleaseMemory() {
+	now := s.now()
+	s.limiter.compact(now)
+	s.logins.byIP.compact(now)
+	s.logins.byAccount.compact(now)
+}
+
 // OpenAPI returns the generated description (for tests and tools).
 func (s *Server) OpenAPI() *huma.OpenAPI { return s.api.OpenAPI() }
 

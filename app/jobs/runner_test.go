@@ -388,3 +388,48 @@ func TestRepeatedInterruptionsFailTheJob(t *testing.T) {
 		t.Fatalf("%d job.failed events, want 1", failed)
 	}
 }
+
+// Stored schedules fire: several sharing a spec (one cron entry fires them
+// all), one with its own spec; a disabled one never does.
+func TestStoredSchedulesFire(t *testing.T) {
+	db := openDB(t, "")
+	ctx := context.Background()
+	if err := db.CreateTenant(ctx, &app.Tenant{ID: "tn_a", Name: "A"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*app.JobSchedule{
+		{ID: "sch_a", TenantID: "tn_a", Action: app.ActionBackup, TargetType: "thing", TargetID: "tn_a-1", Spec: "@every 1s", Enabled: true},
+		{ID: "sch_b", TenantID: "tn_a", Action: app.ActionBackup, TargetType: "thing", TargetID: "tn_a-2", Spec: "@every 1s", Enabled: true},
+		{ID: "sch_c", TenantID: "tn_a", Action: app.ActionBackup, TargetType: "thing", TargetID: "tn_a-3", Spec: "@every 2s", Enabled: true},
+		{ID: "sch_d", TenantID: "tn_a", Action: app.ActionBackup, TargetType: "thing", TargetID: "tn_a-4", Spec: "@every 1s", Enabled: false},
+	} {
+		if err := db.SaveJobSchedule(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	startRunner(t, db, jobs.Config{Schedules: db}, thingKind(func(ctx context.Context, run *jobs.Run) (*jobs.Outcome, error) {
+		return nil, nil
+	}))
+	fired := func(target string) bool {
+		js, err := db.Jobs(ctx, app.JobFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range js {
+			if j.Target.ID == target && j.Trigger == app.TriggerSchedule {
+				return true
+			}
+		}
+		return false
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !(fired("tn_a-1") && fired("tn_a-2") && fired("tn_a-3")) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not every enabled schedule fired within 5 s: %v %v %v", fired("tn_a-1"), fired("tn_a-2"), fired("tn_a-3"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if fired("tn_a-4") {
+		t.Fatal("a disabled schedule fired")
+	}
+}

@@ -2,8 +2,10 @@ package jobs
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"backstop/app"
@@ -33,12 +35,47 @@ func (r *Runner) startSchedules(ctx context.Context) error {
 		return fmt.Errorf("jobs: schedules: %w", err)
 	}
 	c := cron.New(cron.WithLocation(time.UTC), cron.WithParser(cronParser))
+	// An appliance has a schedule per endpoint (verify) and per protected
+	// source: 10,000 and more, held for as long as it runs. They share few
+	// specs, so the cron holds one entry per spec, which fires its
+	// schedules one after the other; and the strings that repeat (tenant,
+	// action, target type, params) are kept once.
+	strs := map[string]string{}
+	intern := func(v string) string {
+		if w, ok := strs[v]; ok {
+			return w
+		}
+		strs[v] = v
+		return v
+	}
+	params := map[string]json.RawMessage{} // shared, never modified
+	bySpec := map[string][]*app.JobSchedule{}
+	var specs []string
 	for _, s := range list {
 		if !s.Enabled {
 			continue
 		}
-		if _, err := c.AddFunc(s.Spec, func() { r.Fire(r.ctx, s) }); err != nil {
-			r.log.Error("schedule ignored: bad cron expression", slog.String("schedule_id", s.ID), slog.Any("error", err))
+		s.TenantID, s.Action, s.TargetType = intern(s.TenantID), intern(s.Action), intern(s.TargetType)
+		if p, ok := params[string(s.Params)]; ok {
+			s.Params = p
+		} else {
+			params[string(s.Params)] = s.Params
+		}
+		if _, ok := bySpec[s.Spec]; !ok {
+			specs = append(specs, s.Spec)
+		}
+		bySpec[s.Spec] = append(bySpec[s.Spec], s)
+	}
+	for _, spec := range specs {
+		group := slices.Clip(bySpec[spec])
+		if _, err := c.AddFunc(spec, func() {
+			for _, s := range group {
+				r.Fire(r.ctx, s)
+			}
+		}); err != nil {
+			for _, s := range group {
+				r.log.Error("schedule ignored: bad cron expression", slog.String("schedule_id", s.ID), slog.Any("error", err))
+			}
 		}
 	}
 	r.cron = c
