@@ -9,9 +9,9 @@ import (
 // fewer than limit requests were allowed in the preceding window. Unlike a
 // token bucket it never starts full: 600 per 10 minutes means at most 600 in
 // any 10-minute span. Each key keeps a ring of its allowed request times in
-// the window (8 bytes each), grown on demand up to `limit` entries, so a
-// raised limit costs memory only for the requests really made. State is in
-// memory; a restart forgets it.
+// the window, to the millisecond, as 4-byte offsets from a base, grown on
+// demand up to `limit` entries, so a raised limit costs memory only for the
+// requests really made. State is in memory; a restart forgets it.
 type rateLimiter struct {
 	limit  int
 	window time.Duration
@@ -21,19 +21,45 @@ type rateLimiter struct {
 }
 
 type ring struct {
-	times []int64 // Unix nanoseconds of allowed requests, oldest at head; len <= limit
+	base  int64    // Unix milliseconds the offsets count from
+	times []uint32 // milliseconds after base of allowed requests, oldest at head; len <= limit
 	head  int
 	n     int
 }
 
-// grow makes room for one more time, keeping the order (oldest first).
-func (l *rateLimiter) grow(r *ring) {
-	times := make([]int64, min(l.limit, max(16, 2*len(r.times))))
+// at is the Unix millisecond of the i-th oldest time.
+func (r *ring) at(i int) int64 { return r.base + int64(r.times[(r.head+i)%len(r.times)]) }
+
+// push appends the time t (Unix ms, not before the newest); the ring has room.
+func (r *ring) push(t int64) {
+	if r.n == 0 {
+		r.base = t
+	} else if t-r.base >= 1<<31 {
+		// Offsets stay far from overflowing: every time in the ring is
+		// within the window of t, so counting from the oldest keeps them
+		// small.
+		oldest := r.at(0)
+		for i := 0; i < r.n; i++ {
+			j := (r.head + i) % len(r.times)
+			r.times[j] = uint32(r.base + int64(r.times[j]) - oldest)
+		}
+		r.base = oldest
+	}
+	r.times[(r.head+r.n)%len(r.times)] = uint32(t - r.base)
+	r.n++
+}
+
+// resize copies the times into a new ring of size (at least r.n), oldest first.
+func (r *ring) resize(size int) {
+	times := make([]uint32, size)
 	for i := 0; i < r.n; i++ {
 		times[i] = r.times[(r.head+i)%len(r.times)]
 	}
 	r.times, r.head = times, 0
 }
+
+// grow makes room for one more time, keeping the order (oldest first).
+func (l *rateLimiter) grow(r *ring) { r.resize(min(l.limit, max(16, 2*len(r.times)))) }
 
 // sweepEvery bounds the map: every so many calls, keys whose whole window
 // has passed are dropped (a flood of distinct IPs cannot grow it forever).
@@ -45,7 +71,7 @@ func newRateLimiter(limit int, window time.Duration) *rateLimiter {
 
 // expire drops the times that left the window; the caller holds l.mu.
 func (l *rateLimiter) expire(r *ring, now int64) {
-	for r.n > 0 && now-r.times[r.head] >= int64(l.window) {
+	for r.n > 0 && now-r.at(0) >= l.window.Milliseconds() {
 		r.head = (r.head + 1) % len(r.times)
 		r.n--
 	}
@@ -56,7 +82,7 @@ func (l *rateLimiter) resetSeconds(r *ring, now int64) int {
 	if r.n == 0 {
 		return int(l.window / time.Second)
 	}
-	wait := time.Duration(r.times[r.head] + int64(l.window) - now)
+	wait := time.Duration(r.at(0)+l.window.Milliseconds()-now) * time.Millisecond
 	return max(1, int((wait+time.Second-1)/time.Second))
 }
 
@@ -64,7 +90,7 @@ func (l *rateLimiter) resetSeconds(r *ring, now int64) int {
 // how many remain in the window after it, and the seconds until the next
 // slot frees (for Retry-After and the RateLimit header's t).
 func (l *rateLimiter) allow(key string, now time.Time) (ok bool, remaining, reset int) {
-	t := now.UnixNano()
+	t := now.UnixMilli()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.calls++; l.calls%sweepEvery == 0 {
@@ -84,18 +110,17 @@ func (l *rateLimiter) allow(key string, now time.Time) (ok bool, remaining, rese
 		if r.n == len(r.times) {
 			l.grow(r)
 		}
-		r.times[(r.head+r.n)%len(r.times)] = t
-		r.n++
+		r.push(t)
 		ok = true
 	}
 	return ok, l.limit - r.n, l.resetSeconds(r, t)
 }
 
 // compact drops the times that left the window and the keys with none, and
-// shrinks every ring to the times it holds, so an idle appliance keeps 8
+// shrinks every ring to the times it holds, so an idle appliance keeps 4
 // bytes per request of the window and no more (grow doubles).
 func (l *rateLimiter) compact(now time.Time) {
-	t := now.UnixNano()
+	t := now.UnixMilli()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for k, r := range l.keys {
@@ -104,11 +129,7 @@ func (l *rateLimiter) compact(now time.Time) {
 			continue
 		}
 		if r.n < len(r.times) {
-			times := make([]int64, r.n)
-			for i := range times {
-				times[i] = r.times[(r.head+i)%len(r.times)]
-			}
-			r.times, r.head = times, 0
+			r.resize(r.n)
 		}
 	}
 }
@@ -116,7 +137,7 @@ func (l *rateLimiter) compact(now time.Time) {
 // full reports, without recording anything, whether key has used its window
 // and the seconds until a slot frees.
 func (l *rateLimiter) full(key string, now time.Time) (bool, int) {
-	t := now.UnixNano()
+	t := now.UnixMilli()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	r := l.keys[key]

@@ -76,3 +76,30 @@ func TestRateLimiterCompactKeepsTheWindow(t *testing.T) {
 		t.Fatalf("51st in the window: ok %v reset %d, want refused, 1 s", ok, reset)
 	}
 }
+
+// A key in use for longer than 4-byte millisecond offsets reach (49 days)
+// keeps an exact window: the ring counts from a newer base instead.
+func TestRateLimiterOffsetsRebase(t *testing.T) {
+	l := newRateLimiter(3, 10*time.Second)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	const step = 5 * time.Second // two in every window
+	for i := 0; time.Duration(i)*step < 60*24*time.Hour; i++ {
+		ok, remaining, _ := l.allow("k", now.Add(time.Duration(i)*step))
+		if want := 1; !ok || (i > 0 && remaining != want) {
+			t.Fatalf("request %d (day %.1f): ok %v remaining %d, want allowed with %d left", i, float64(i)*step.Hours()/24, ok, remaining, want)
+		}
+	}
+	r := l.keys["k"]
+	if newest := r.at(r.n - 1); newest-r.base > 1<<31 {
+		t.Fatalf("offsets grew to %d ms", newest-r.base)
+	}
+	// The window is still exact at the end: a third request 1 ms later
+	// fits, a fourth does not.
+	end := now.Add(60*24*time.Hour - step + time.Millisecond)
+	if ok, _, _ := l.allow("k", end); !ok {
+		t.Fatal("third in the window refused")
+	}
+	if ok, _, _ := l.allow("k", end); ok {
+		t.Fatal("fourth in the window allowed")
+	}
+}
