@@ -16,6 +16,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
+	"strings"
 	"syscall"
 
 	"backstop/agent"
@@ -36,6 +38,14 @@ type env struct {
 }
 
 func main() {
+	// Nothing in the appliance reads heap profiles, but a dependency links
+	// runtime/pprof (Litestream's debug server), which keeps the runtime's
+	// sampling on: 1.4 MB of profile buckets, filled over the appliance's
+	// life, and a stack walk per sample. GODEBUG=memprofilerate=N still
+	// turns it on for a diagnosis. Tests and benchmarks do not run main.
+	if !strings.Contains(os.Getenv("GODEBUG"), "memprofilerate=") {
+		runtime.MemProfileRate = 0
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	e := env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}

@@ -556,3 +556,32 @@ func TestImportEndpoints(t *testing.T) {
 		}
 	}
 }
+
+// EndpointStates gives what the verify schedules need, without loading the
+// endpoint cache.
+func TestEndpointStates(t *testing.T) {
+	db, _ := openTestDB(t)
+	ctx := context.Background()
+	a := mustTenant(t, db, "A")
+	eps := []*app.Endpoint{
+		{TenantID: a.ID, Hostname: "one", Profile: app.ProfileServer, LastSnapshotID: "snap1"},
+		{TenantID: a.ID, Hostname: "two", Profile: app.ProfileClient, Status: app.EndpointRevoked},
+	}
+	if err := db.ImportEndpoints(ctx, eps); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.EndpointStates(ctx)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("EndpointStates = %v, %v", got, err)
+	}
+	byID := map[string]*app.Endpoint{got[0].ID: got[0], got[1].ID: got[1]}
+	for _, want := range eps {
+		g := byID[want.ID]
+		if g == nil || g.TenantID != a.ID || g.Status != want.Status || g.LastSnapshotID != want.LastSnapshotID {
+			t.Errorf("state of %s = %+v", want.ID, g)
+		}
+	}
+	if db.endpointCache.snap.Load() != nil {
+		t.Fatal("EndpointStates loaded the endpoint cache")
+	}
+}

@@ -26,12 +26,18 @@ func DefaultSchedule(endpointID string) string {
 	return fmt.Sprintf("%d 5 * * *", h.Sum32()%60)
 }
 
+// EndpointStates lists every endpoint with at least ID, TenantID, Status
+// and LastSnapshotID set (store.DB.EndpointStates).
+type EndpointStates interface {
+	EndpointStates(ctx context.Context) ([]*app.Endpoint, error)
+}
+
 // SyncSchedules adds the default verify schedule for every active endpoint
 // with a snapshot that has none, and deletes the verify schedules of
 // endpoints that are revoked or gone. It reports whether it changed
 // anything, so the caller reloads the runner's schedules only then.
-func SyncSchedules(ctx context.Context, endpoints app.EndpointService, schedules app.JobScheduleService) (bool, error) {
-	eps, err := endpoints.Endpoints(ctx, app.EndpointFilter{})
+func SyncSchedules(ctx context.Context, endpoints EndpointStates, schedules app.JobScheduleService) (bool, error) {
+	eps, err := endpoints.EndpointStates(ctx)
 	if err != nil {
 		return false, err
 	}
