@@ -36,4 +36,23 @@ type RetentionService interface {
 	// SetEndpointRetention stores the endpoint's override; nil removes it
 	// (the endpoint inherits again).
 	SetEndpointRetention(ctx context.Context, endpointID string, p *RetentionPolicy) error
+	// RecordEndpointPrune stores what a retention run did to the
+	// endpoint's repository, replacing the run before.
+	RecordEndpointPrune(ctx context.Context, endpointID string, p EndpointPrune) error
+	// LastEndpointPrune returns the latest one; nil when the repository
+	// was never pruned.
+	LastEndpointPrune(ctx context.Context, endpointID string) (*EndpointPrune, error)
+}
+
+// EndpointPrune is what the latest retention run did to an endpoint's
+// repository. Sizes are of the repository directory on disk, measured just
+// before and just after restic forget --prune.
+type EndpointPrune struct {
+	JobID            string `json:"jobId"`
+	At               Time   `json:"at" doc:"When the prune ended."`
+	BytesBefore      int64  `json:"bytesBefore" doc:"The repository's size before the prune; 0 when the run failed before measuring."`
+	BytesAfter       int64  `json:"bytesAfter" doc:"Its size after the prune."`
+	SnapshotsRemoved int    `json:"snapshotsRemoved"`
+	SnapshotsKept    int    `json:"snapshotsKept"`
+	Failed           bool   `json:"failed" doc:"True when the prune failed; the job says why."`
 }

@@ -409,6 +409,18 @@ func retentionSteps(t *testing.T, a *appliance, b *browser) {
 		Hostname: "nas-01", OS: "linux", Arch: "amd64", AgentVersion: "1.0.0"}, &enrolled)
 	b.open("/ui/endpoints/" + enrolled.EndpointID)
 	b.waitText("Tenant’s policy")
+	b.waitText("Not applied yet") // no retention run has pruned its repository
+	// The agent's version pin (CONTRACT §9), set and dropped from the page.
+	b.click("Agent updates")
+	b.fill("Pin to version", "1.2.3")
+	b.click("Pin")
+	b.waitText("pinned to 1.2.3")
+	if v := eval[string](b, `fetch('/api/v1/endpoints/`+enrolled.EndpointID+`').then((r) => r.json()).then((e) => e.pinnedAgentVersion)`); v != "1.2.3" {
+		t.Fatalf("pinnedAgentVersion after pinning from the page: %q", v)
+	}
+	b.click("Agent updates")
+	b.click("Follow the appliance")
+	b.waitTrue("the pin is gone", `!document.body.innerText.includes('pinned to 1.2.3')`)
 	b.click("Give this machine its own policy")
 	b.fill("Keep every backup for", "7")
 	b.fill("Then one a day up to", "14")

@@ -42,6 +42,7 @@ type endpointRetention struct {
 	EndpointID string              `json:"endpointId"`
 	Policy     app.RetentionPolicy `json:"policy" doc:"The policy that applies: the endpoint's own, or its tenant's when inherited."`
 	Inherited  bool                `json:"inherited" doc:"True when the endpoint has no policy of its own."`
+	LastPrune  *app.EndpointPrune  `json:"lastPrune" doc:"What the latest retention run did to the repository; null until one ran."`
 }
 
 type endpointRetentionOutput struct{ Body endpointRetention }
@@ -138,7 +139,11 @@ func (s *Server) getEndpointRetention(ctx context.Context, in *idInput) (*endpoi
 	if err != nil {
 		return nil, err
 	}
-	return &endpointRetentionOutput{Body: endpointRetention{EndpointID: e.ID, Policy: p, Inherited: inherited}}, nil
+	last, err := svc.LastEndpointPrune(ctx, e.ID)
+	if err != nil {
+		return nil, err
+	}
+	return &endpointRetentionOutput{Body: endpointRetention{EndpointID: e.ID, Policy: p, Inherited: inherited, LastPrune: last}}, nil
 }
 
 func (s *Server) updateEndpointRetention(ctx context.Context, in *updateEndpointRetentionInput) (*endpointRetentionOutput, error) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"backstop/app"
 	"backstop/app/jobs"
@@ -110,7 +111,14 @@ func TestRetentionRoutes(t *testing.T) {
 
 	t.Run("endpoint override and inheritance", func(t *testing.T) {
 		r := h.do("GET", "/api/v1/endpoints/"+epA.ID+"/retention", "", tenantAdmin...)
-		check(t, r, 200, "", `"inherited":true`, `"keepAllDays":7`, `"endpointId":"`+epA.ID+`"`) // the tenant's, saved above
+		check(t, r, 200, "", `"inherited":true`, `"keepAllDays":7`, `"endpointId":"`+epA.ID+`"`, `"lastPrune":null`) // the tenant's, saved above
+		at := app.At(time.Date(2026, 11, 20, 3, 0, 0, 0, time.UTC))
+		if err := h.db.RecordEndpointPrune(context.Background(), epA.ID, app.EndpointPrune{JobID: "job_1", At: at, BytesBefore: 3000,
+			BytesAfter: 1000, SnapshotsRemoved: 4, SnapshotsKept: 9}); err != nil {
+			t.Fatal(err)
+		}
+		check(t, h.do("GET", "/api/v1/endpoints/"+epA.ID+"/retention", "", tenantAdmin...), 200, "",
+			`"lastPrune":{"jobId":"job_1","at":"2026-11-20T03:00:00.000Z","bytesBefore":3000,"bytesAfter":1000,"snapshotsRemoved":4,"snapshotsKept":9,"failed":false}`)
 		r = h.do("PUT", "/api/v1/endpoints/"+epA.ID+"/retention", `{"policy":{"keepAllDays":1,"keepDailyDays":0,"keepWeeklyDays":0,"keepMonthlyDays":0}}`, tenantAdmin...)
 		check(t, r, 200, "", `"inherited":false`, `"keepAllDays":1`)
 		if rows := h.auditRows(1); rows[0].Action != "retention.updateEndpoint" || rows[0].Target != "/api/v1/endpoints/"+epA.ID+"/retention" {

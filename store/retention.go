@@ -47,6 +47,33 @@ func (db *DB) SetEndpointRetention(ctx context.Context, endpointID string, p *ap
 	return convertError(err)
 }
 
+// RecordEndpointPrune stores the endpoint's latest prune, replacing any.
+func (db *DB) RecordEndpointPrune(ctx context.Context, endpointID string, p app.EndpointPrune) error {
+	_, err := db.write.ExecContext(ctx, `INSERT INTO endpoint_prunes
+		(endpoint_id, job_id, at, bytes_before, bytes_after, snapshots_removed, snapshots_kept, failed) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (endpoint_id) DO UPDATE SET job_id = excluded.job_id, at = excluded.at, bytes_before = excluded.bytes_before,
+		bytes_after = excluded.bytes_after, snapshots_removed = excluded.snapshots_removed, snapshots_kept = excluded.snapshots_kept,
+		failed = excluded.failed`,
+		endpointID, p.JobID, p.At.UnixMilli(), p.BytesBefore, p.BytesAfter, p.SnapshotsRemoved, p.SnapshotsKept, p.Failed)
+	return convertError(err)
+}
+
+// LastEndpointPrune returns the endpoint's latest prune, or nil.
+func (db *DB) LastEndpointPrune(ctx context.Context, endpointID string) (*app.EndpointPrune, error) {
+	var p app.EndpointPrune
+	var at int64
+	err := db.read.QueryRowContext(ctx, `SELECT job_id, at, bytes_before, bytes_after, snapshots_removed, snapshots_kept, failed
+		FROM endpoint_prunes WHERE endpoint_id = ?`, endpointID).Scan(&p.JobID, &at, &p.BytesBefore, &p.BytesAfter,
+		&p.SnapshotsRemoved, &p.SnapshotsKept, &p.Failed)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	p.At = app.At(msTime(at))
+	return &p, nil
+}
+
 func scanPolicy(row *sql.Row) (app.RetentionPolicy, bool, error) {
 	var p app.RetentionPolicy
 	err := row.Scan(&p.KeepAllDays, &p.KeepDailyDays, &p.KeepWeeklyDays, &p.KeepMonthlyDays)

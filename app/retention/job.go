@@ -407,6 +407,13 @@ func (r *Retainer) endpointRepository(ctx context.Context, p *progress, e *app.E
 	}
 	res.EndpointID, res.Failed = e.ID, err != nil
 	sum.Each = append(sum.Each, res)
+	if rerr := r.cfg.Policies.RecordEndpointPrune(ctx, e.ID, app.EndpointPrune{JobID: p.run.Job.ID, At: app.At(r.cfg.Now()),
+		BytesBefore: res.BytesBefore, BytesAfter: res.BytesAfter, SnapshotsRemoved: res.SnapshotsRemoved,
+		SnapshotsKept: res.SnapshotsKept, Failed: res.Failed}); rerr != nil {
+		// The job's event still carries the result; only the endpoint
+		// page's "last applied" stays behind.
+		r.cfg.Logger.Warn("recording an endpoint's prune failed", slog.String("endpoint_id", e.ID), slog.Any("error", rerr))
+	}
 	sum.SnapshotsKept += res.SnapshotsKept
 	sum.SnapshotsForgotten += res.SnapshotsRemoved
 	sum.BytesBefore += res.BytesBefore

@@ -278,6 +278,12 @@ func TestRetentionJobPrunesEndpointRepositoriesWithRealRestic(t *testing.T) {
 		if got != want[got.EndpointID] {
 			t.Errorf("repository result %+v, want %+v", got, want[got.EndpointID])
 		}
+		// The endpoint's latest prune, as its page and API show it.
+		last, err := a.db.LastEndpointPrune(ctx, got.EndpointID)
+		if err != nil || last == nil || last.JobID != j.ID || last.BytesBefore != got.BytesBefore || last.BytesAfter != got.BytesAfter ||
+			last.SnapshotsRemoved != got.SnapshotsRemoved || last.SnapshotsKept != got.SnapshotsKept || last.Failed || last.At.IsZero() {
+			t.Errorf("last prune of %s = %+v, %v; want the job's %+v", got.EndpointID, last, err, got)
+		}
 	}
 	if ep.BytesBefore != sizeBefore+inheritBefore || ep.BytesAfter != sizeAfter+inheritAfter ||
 		ep.BytesFreed != ep.BytesBefore-ep.BytesAfter {
@@ -362,6 +368,9 @@ func TestRetentionJobLeavesALockedRepositoryAndGoesOn(t *testing.T) {
 	s := a.summary(t, j.ID).Endpoints
 	if s.Failed != 1 || s.SnapshotsForgotten != 1 || len(s.Each) != 2 {
 		t.Fatalf("summary %+v", s)
+	}
+	if last, err := a.db.LastEndpointPrune(context.Background(), busy.e.ID); err != nil || last == nil || !last.Failed || last.JobID != j.ID {
+		t.Errorf("last prune of the locked repository = %+v, %v; want a failed one of %s", last, err, j.ID)
 	}
 	for _, r := range s.Each {
 		switch {

@@ -3,7 +3,7 @@
 // machines stay responsive.
 import { html, useState, useMemo, useEffect } from '../lib.js';
 import { api, qs } from '../api.js';
-import { PageHead, Loaded, useApi, Time, Ago, Badge, StateBadge, Field, ErrorNote, Empty, Dialog, Confirm, Secret, Link, word, tones, navigate, duration } from '../ui.js';
+import { PageHead, Loaded, useApi, Time, Ago, Badge, StateBadge, Field, ErrorNote, Empty, Dialog, Confirm, Secret, Link, word, tones, navigate, duration, bytes } from '../ui.js';
 import { attentionOrder } from './dashboard.js';
 import { PolicyForm, describePolicy } from './retention.js';
 
@@ -140,6 +140,7 @@ function EndpointRetention({ id }) {
   };
   return html`<div data-testid="endpoint-retention">
     <p>${d.inherited ? html`<${Badge}>Tenant’s policy<//>` : html`<${Badge} tone="blue">Own policy<//>`} ${describePolicy(d.policy)}</p>
+    <${LastPrune} p=${d.lastPrune} />
     <${ErrorNote} error=${error} />
     ${editing ? html`<${PolicyForm} idPrefix=${'ep-ret-'} initial=${d.policy} save=${save} saveLabel="Save this machine’s policy">
         <button type="button" onClick=${() => setEditing(false)}>Cancel</button><//>`
@@ -148,6 +149,39 @@ function EndpointRetention({ id }) {
         ${!d.inherited && html`<button onClick=${inherit}>Use the tenant’s policy</button>`}
         <${Link} class="button" href="/ui/storage">Tenant’s policy<//></div>`}
   </div>`;
+}
+
+/** What the latest retention run did to the repository: sizes before and after. */
+function LastPrune({ p }) {
+  if (!p) return html`<p class="small muted" data-testid="last-prune">Not applied yet: the nightly retention job prunes the repository once it holds backups.</p>`;
+  return html`<p class="small" data-testid="last-prune">
+    ${p.failed ? html`<${Badge} tone="red">Last run failed<//> ` : ''}Last applied <${Time} at=${p.at} />:
+    ${p.failed ? '' : html`repository ${bytes(p.bytesBefore)} → ${bytes(p.bytesAfter)}, ${p.snapshotsRemoved} ${p.snapshotsRemoved === 1 ? 'backup' : 'backups'} removed, ${p.snapshotsKept} kept. `}
+    <${Link} href=${'/ui/jobs/' + encodeURIComponent(p.jobId)}>Open the job<//></p>`;
+}
+
+/**
+ * Agent self-updates (CONTRACT §9): the agent follows the appliance's build
+ * unless pinned to a version, e.g. while a new release is tried on a few
+ * machines first.
+ */
+function PinAgent({ e, onClose }) {
+  const [version, setVersion] = useState(e.pinnedAgentVersion || e.agentVersion || '');
+  const [error, setError] = useState(null);
+  const send = async (pinnedAgentVersion) => {
+    setError(null);
+    try { await api('PATCH', '/endpoints/' + encodeURIComponent(e.id), { pinnedAgentVersion }); onClose(true); } catch (err) { setError(err); }
+  };
+  const submit = (ev) => { ev.preventDefault(); send(version.trim()); };
+  return html`<${Dialog} title="Agent updates" onClose=${() => onClose(false)}><form onSubmit=${submit}>
+    <p>${e.pinnedAgentVersion ? html`This machine’s agent is pinned to <strong class="mono">${e.pinnedAgentVersion}</strong>: it installs only that version.`
+      : 'This machine’s agent updates itself to the appliance’s build.'}</p>
+    <${ErrorNote} error=${error} />
+    <${Field} label="Pin to version" error=${error && error.fields && error.fields.pinnedAgentVersion} hint=${'Running now: ' + (e.agentVersion || 'unknown')}>${(a) => html`<input ...${a} type="text" maxlength="64" placeholder="1.4.2" value=${version} onInput=${(ev) => setVersion(ev.target.value)} />`}<//>
+    <div class="actions"><button type="button" onClick=${() => onClose(false)}>Cancel</button>
+      ${e.pinnedAgentVersion && html`<button type="button" onClick=${() => send(null)}>Follow the appliance</button>`}
+      <button class="primary" type="submit">Pin</button></div>
+  </form><//>`;
 }
 
 function Rename({ e, onClose }) {
@@ -172,7 +206,7 @@ export function EndpointPage({ params }) {
   if (ep.error && ep.error.status === 404 && !ep.error.unavailable) return html`<${PageHead} title="Machine not found" crumb=${crumb} /><div class="panel"><p>This machine does not exist or belongs to another tenant.</p></div>`;
   return html`<${Loaded} state=${ep} what="Machines">${(e) => html`
     <${PageHead} title=${e.displayName || e.hostname} crumb=${crumb}>
-      ${e.status !== 'revoked' && html`<button onClick=${() => setDialog('rename')}>Rename</button><button class="danger" onClick=${() => setDialog('revoke')}>Revoke</button>`}
+      ${e.status !== 'revoked' && html`<button onClick=${() => setDialog('rename')}>Rename</button><button onClick=${() => setDialog('pin')}>Agent updates</button><button class="danger" onClick=${() => setDialog('revoke')}>Revoke</button>`}
     <//>
     ${e.status === 'revoked' && html`<div class="alert info">This machine is revoked: its agent can no longer connect. Its backups are kept.</div>`}
     ${e.attention && html`<div class="alert warn"><strong>${word(e.attention)}.</strong> ${attentionHelp[e.attention]}</div>`}
@@ -192,6 +226,7 @@ export function EndpointPage({ params }) {
     <div class="panel"><h2>Recent runs</h2><${RecentRuns} id=${e.id} /></div>
     <div class="panel"><h2>Retention</h2><${EndpointRetention} id=${e.id} /></div>
     ${dialog === 'rename' && html`<${Rename} e=${e} onClose=${close} />`}
+    ${dialog === 'pin' && html`<${PinAgent} e=${e} onClose=${close} />`}
     ${dialog === 'revoke' && html`<${Confirm} title="Revoke this machine?" confirmLabel="Revoke machine" onClose=${close}
       act=${() => api('POST', '/endpoints/' + encodeURIComponent(e.id) + '/revoke').catch((err) => { if (err.unavailable) throw new Error('Revoking machines is not available on this appliance yet.'); throw err; })}>
       <p>The agent on ${e.hostname} is locked out at its next contact and no further backups run. Existing backups are kept and stay restorable. This cannot be undone; enroll the machine again to resume.</p><//>`}
