@@ -28,9 +28,13 @@ type idleTrimmer struct {
 	// pageOut gives back the executable's own pages after the GC, and
 	// pageIn restores the usual read-ahead when requests come again
 	// (releaseExecutablePages, useExecutablePages; exe_pages_linux.go).
-	pageOut  func() int64
-	pageIn   func()
-	pagedOut atomic.Bool
+	pageOut func() int64
+	pageIn  func()
+	// asleep is set by a trim and cleared by the next request, which
+	// undoes what the trim changed for idleness: the read-ahead of the
+	// executable and the GC percentage (busyGC holds the one to restore).
+	asleep atomic.Bool
+	busyGC int
 
 	last    atomic.Int64 // Unix nanoseconds of the latest request start or end
 	trimmed int64        // the value of last when the latest trim ran; only the trimming goroutine uses it
@@ -39,6 +43,9 @@ type idleTrimmer struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
+
+// idleGCPercent is the GC percentage while the appliance is idle.
+const idleGCPercent = 10
 
 func newIdleTrimmer(quiet time.Duration, release ...func()) *idleTrimmer {
 	t := &idleTrimmer{quiet: quiet, release: release, now: time.Now,
@@ -53,7 +60,8 @@ func (t *idleTrimmer) Track(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t.touch()
 		defer t.touch() // a long request (a stream, an upload) counts until it ends
-		if t.pagedOut.Load() && t.pagedOut.CompareAndSwap(true, false) {
+		if t.asleep.Load() && t.asleep.CompareAndSwap(true, false) {
+			debug.SetGCPercent(t.busyGC)
 			t.pageIn()
 		}
 		h.ServeHTTP(w, r)
@@ -80,11 +88,32 @@ func (t *idleTrimmer) maybeTrim() bool {
 	// page.
 	runtime.GC()
 	debug.FreeOSMemory()
-	if t.pageOut() > 0 {
-		t.pagedOut.Store(true)
+	t.pageOut()
+	// Idle, the background work (timers, the webhook dispatcher, the
+	// change-log pruner) still allocates a little; at the usual GOGC the
+	// heap would double before the next collection. A collection per 10 %
+	// of growth costs next to nothing at that rate and keeps the idle
+	// footprint where the trim left it.
+	if !t.asleep.Load() {
+		t.busyGC = debug.SetGCPercent(idleGCPercent)
+		t.asleep.Store(true)
 	}
 	t.trims.Add(1)
 	return true
+}
+
+// Settle gives back what background work (the ten-minute schedule syncs)
+// took while the appliance is idle since a trim: the same release functions
+// and collection, without paging the executable out again. While requests
+// come, it does nothing; the next trim will.
+func (t *idleTrimmer) Settle() {
+	if !t.asleep.Load() {
+		return
+	}
+	for _, f := range t.release {
+		f()
+	}
+	debug.FreeOSMemory()
 }
 
 // Open starts checking every quarter of the quiet period.

@@ -3,6 +3,7 @@ package main
 import (
 	"net/http"
 	"net/http/httptest"
+	"runtime/debug"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +19,8 @@ func TestIdleTrimmerTrimsOncePerQuietPeriod(t *testing.T) {
 	released := 0
 	tr := newIdleTrimmer(30*time.Second, func() { released++ })
 	tr.now = now
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	gcPercent := func() int { p := debug.SetGCPercent(0); debug.SetGCPercent(p); return p }
 	pagedOut, pagedIn := 0, 0
 	tr.pageOut = func() int64 { pagedOut++; return 1 }
 	tr.pageIn = func() { pagedIn++ }
@@ -33,6 +36,14 @@ func TestIdleTrimmerTrimsOncePerQuietPeriod(t *testing.T) {
 	if !tr.maybeTrim() || released != 1 || pagedOut != 1 {
 		t.Fatalf("no trim after 30 s of quiet (released %d, paged out %d)", released, pagedOut)
 	}
+	if p := gcPercent(); p != idleGCPercent {
+		t.Fatalf("GC percent %d while idle, want %d", p, idleGCPercent)
+	}
+	tr.Settle() // background work while idle: released again, not paged out again
+	if released != 2 || pagedOut != 1 {
+		t.Fatalf("Settle while idle: released %d, paged out %d; want 2, 1", released, pagedOut)
+	}
+	released = 1
 	advance(time.Hour)
 	if tr.maybeTrim() || released != 1 {
 		t.Fatal("trimmed again without a request in between")
@@ -40,6 +51,12 @@ func TestIdleTrimmerTrimsOncePerQuietPeriod(t *testing.T) {
 	request() // starts now, ends a second later: the quiet period counts from its end
 	if pagedIn != 1 {
 		t.Fatalf("read-ahead restored %d times by the first request after a trim, want once", pagedIn)
+	}
+	if p := gcPercent(); p != 100 {
+		t.Fatalf("GC percent %d after a request, want the 100 of before the trim", p)
+	}
+	if tr.Settle(); released != 1 {
+		t.Fatal("Settle released memory while requests come")
 	}
 	advance(29 * time.Second)
 	if tr.maybeTrim() {

@@ -220,6 +220,7 @@ func serve(ctx context.Context, args []string, e env) error {
 		syncVerifySchedules(runner, db, logger)
 		syncRetentionSchedules(runner, db, logger)
 		syncProtectSchedules(runner, db, logger)
+		trimmer.Settle()
 	})
 	crons.AddFunc("7 * * * *", func() { syncM365Directories(protected, db, logger) })
 	crons.AddFunc("0 0 * * *", func() { recordDailyCounts(db, db.Now(), false, logger) })
