@@ -31,5 +31,11 @@ type JobScheduleService interface {
 	// action and target.
 	SaveJobSchedule(ctx context.Context, s *JobSchedule) error
 	JobSchedules(ctx context.Context) ([]*JobSchedule, error)
+	// JobScheduleSpecs lists the distinct cron expressions of the enabled
+	// schedules, and EnabledJobSchedules the enabled schedules with one of
+	// them, in id order: the runner's cron holds only the expressions and
+	// reads a firing's schedules when it fires.
+	JobScheduleSpecs(ctx context.Context) ([]string, error)
+	EnabledJobSchedules(ctx context.Context, spec string) ([]*JobSchedule, error)
 	DeleteJobSchedule(ctx context.Context, id string) error
 }

@@ -124,8 +124,25 @@ func (db *DB) SaveJobSchedule(ctx context.Context, s *app.JobSchedule) error {
 
 // JobSchedules lists every schedule.
 func (db *DB) JobSchedules(ctx context.Context) ([]*app.JobSchedule, error) {
+	return db.jobSchedules(ctx, "")
+}
+
+// EnabledJobSchedules lists the enabled schedules whose cron expression is spec.
+func (db *DB) EnabledJobSchedules(ctx context.Context, spec string) ([]*app.JobSchedule, error) {
+	return db.jobSchedules(ctx, "WHERE enabled AND spec = ?", spec)
+}
+
+// JobScheduleSpecs lists the distinct cron expressions of the enabled schedules.
+func (db *DB) JobScheduleSpecs(ctx context.Context) ([]string, error) {
+	return queryRows(ctx, db.read, func(row scanner) (string, error) {
+		var spec string
+		return spec, row.Scan(&spec)
+	}, `SELECT DISTINCT spec FROM job_schedules WHERE enabled ORDER BY spec`)
+}
+
+func (db *DB) jobSchedules(ctx context.Context, where string, args ...any) ([]*app.JobSchedule, error) {
 	rows, err := db.read.QueryContext(ctx, `SELECT id, tenant_id, action, target_type, target_id, spec, params, enabled,
-		created_at FROM job_schedules ORDER BY id`)
+		created_at FROM job_schedules `+where+` ORDER BY id`, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -390,7 +390,8 @@ func TestRepeatedInterruptionsFailTheJob(t *testing.T) {
 }
 
 // Stored schedules fire: several sharing a spec (one cron entry fires them
-// all), one with its own spec; a disabled one never does.
+// all), one with its own spec, one saved after the start with a spec the
+// cron has; a disabled one never does.
 func TestStoredSchedulesFire(t *testing.T) {
 	db := openDB(t, "")
 	ctx := context.Background()
@@ -422,10 +423,16 @@ func TestStoredSchedulesFire(t *testing.T) {
 		}
 		return false
 	}
+	// The cron holds the expressions only: a schedule saved since the
+	// start with one of them fires without a reload.
+	late := &app.JobSchedule{ID: "sch_e", TenantID: "tn_a", Action: app.ActionBackup, TargetType: "thing", TargetID: "tn_a-5", Spec: "@every 1s", Enabled: true}
+	if err := db.SaveJobSchedule(ctx, late); err != nil {
+		t.Fatal(err)
+	}
 	deadline := time.Now().Add(5 * time.Second)
-	for !(fired("tn_a-1") && fired("tn_a-2") && fired("tn_a-3")) {
+	for !(fired("tn_a-1") && fired("tn_a-2") && fired("tn_a-3") && fired("tn_a-5")) {
 		if time.Now().After(deadline) {
-			t.Fatalf("not every enabled schedule fired within 5 s: %v %v %v", fired("tn_a-1"), fired("tn_a-2"), fired("tn_a-3"))
+			t.Fatalf("not every enabled schedule fired within 5 s: %v %v %v %v", fired("tn_a-1"), fired("tn_a-2"), fired("tn_a-3"), fired("tn_a-5"))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -2,10 +2,8 @@ package jobs
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
-	"slices"
 	"time"
 
 	"backstop/app"
@@ -25,55 +23,26 @@ func ValidateSchedule(spec string) error {
 	return nil
 }
 
-// startSchedules loads the stored schedules into a cron in UTC.
+// startSchedules starts a cron in UTC with an entry per distinct cron
+// expression of the enabled schedules. An appliance has a schedule per
+// endpoint (verify) and per protected source, 10,000 and more, that share
+// a few dozen expressions: the cron holds only those, and an entry reads
+// its schedules from the store when it fires and starts them one after the
+// other. So a schedule saved, disabled or deleted since the last reload is
+// fired as it is now, and the schedules cost no memory between firings.
 func (r *Runner) startSchedules(ctx context.Context) error {
 	if r.cfg.Schedules == nil {
 		return nil
 	}
-	list, err := r.cfg.Schedules.JobSchedules(ctx)
+	specs, err := r.cfg.Schedules.JobScheduleSpecs(ctx)
 	if err != nil {
 		return fmt.Errorf("jobs: schedules: %w", err)
 	}
 	c := cron.New(cron.WithLocation(time.UTC), cron.WithParser(cronParser))
-	// An appliance has a schedule per endpoint (verify) and per protected
-	// source: 10,000 and more, held for as long as it runs. They share few
-	// specs, so the cron holds one entry per spec, which fires its
-	// schedules one after the other; and the strings that repeat (tenant,
-	// action, target type, params) are kept once.
-	strs := map[string]string{}
-	intern := func(v string) string {
-		if w, ok := strs[v]; ok {
-			return w
-		}
-		strs[v] = v
-		return v
-	}
-	params := map[string]json.RawMessage{} // shared, never modified
-	bySpec := map[string][]*app.JobSchedule{}
-	var specs []string
-	for _, s := range list {
-		if !s.Enabled {
-			continue
-		}
-		s.TenantID, s.Action, s.TargetType = intern(s.TenantID), intern(s.Action), intern(s.TargetType)
-		if p, ok := params[string(s.Params)]; ok {
-			s.Params = p
-		} else {
-			params[string(s.Params)] = s.Params
-		}
-		if _, ok := bySpec[s.Spec]; !ok {
-			specs = append(specs, s.Spec)
-		}
-		bySpec[s.Spec] = append(bySpec[s.Spec], s)
-	}
 	for _, spec := range specs {
-		group := slices.Clip(bySpec[spec])
-		if _, err := c.AddFunc(spec, func() {
-			for _, s := range group {
-				r.Fire(r.ctx, s)
-			}
-		}); err != nil {
-			for _, s := range group {
+		if _, err := c.AddFunc(spec, func() { r.fireSpec(spec) }); err != nil {
+			list, _ := r.cfg.Schedules.EnabledJobSchedules(ctx, spec)
+			for _, s := range list {
 				r.log.Error("schedule ignored: bad cron expression", slog.String("schedule_id", s.ID), slog.Any("error", err))
 			}
 		}
@@ -81,6 +50,20 @@ func (r *Runner) startSchedules(ctx context.Context) error {
 	r.cron = c
 	c.Start()
 	return nil
+}
+
+// fireSpec fires the enabled schedules whose cron expression is spec.
+func (r *Runner) fireSpec(spec string) {
+	list, err := r.cfg.Schedules.EnabledJobSchedules(r.ctx, spec)
+	if err != nil {
+		if r.ctx.Err() == nil {
+			r.log.Error("scheduled jobs not started: reading the schedules failed", slog.String("spec", spec), slog.Any("error", err))
+		}
+		return
+	}
+	for _, s := range list {
+		r.Fire(r.ctx, s)
+	}
 }
 
 // ReloadSchedules replaces the running schedules with the stored ones
