@@ -1,6 +1,7 @@
 package restapi
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -101,5 +102,56 @@ func TestRateLimiterOffsetsRebase(t *testing.T) {
 	}
 	if ok, _, _ := l.allow("k", end); ok {
 		t.Fatal("fourth in the window allowed")
+	}
+}
+
+// A key used thousands of times a second under a raised limit keeps a
+// bounded ring (entries per slot, not per request), and the window stays
+// strict: no span of the window ever holds more than the limit, and a
+// request is refused only when the window and one slot before it hold the
+// limit. Checked against the exact count of what was allowed.
+func TestRateLimiterBoundedAndStrict(t *testing.T) {
+	const limit, window = 20_000, 10 * time.Second
+	l := newRateLimiter(limit, window)
+	rng := rand.New(rand.NewPCG(1, 2))
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var allowed []int64 // Unix ms of every allowed request
+	lo, loSlack := 0, 0 // first index inside the window, and inside the window plus a slot
+	refused := 0
+	for i := 0; i < 300_000; i++ {
+		gap := time.Duration(rng.IntN(400)) * time.Microsecond // ~5,000 a second: far over 2,000 a second
+		if rng.IntN(20_000) == 0 {
+			gap = time.Duration(rng.IntN(8000)) * time.Millisecond // now and then a pause
+		}
+		now = now.Add(gap)
+		t0 := now.UnixMilli()
+		for lo < len(allowed) && t0-allowed[lo] >= window.Milliseconds() {
+			lo++
+		}
+		for loSlack < len(allowed) && t0-allowed[loSlack] >= window.Milliseconds()+l.slotMS {
+			loSlack++
+		}
+		ok, remaining, _ := l.allow("k", now)
+		r := l.keys["k"]
+		if len(r.times) > l.maxEntries() || l.maxEntries() > windowSlots+2 {
+			t.Fatalf("request %d: a ring of %d entries (at most %d)", i, len(r.times), l.maxEntries())
+		}
+		if remaining != limit-r.total {
+			t.Fatalf("request %d: remaining %d, the ring holds %d", i, remaining, r.total)
+		}
+		if ok {
+			if held := len(allowed) - lo; held >= limit {
+				t.Fatalf("request %d allowed with %d already in the window", i, held)
+			}
+			allowed = append(allowed, t0)
+		} else {
+			refused++
+			if held := len(allowed) - loSlack; held < limit {
+				t.Fatalf("request %d refused with only %d in the window and a slot", i, held)
+			}
+		}
+	}
+	if refused == 0 || len(allowed) < 2*limit {
+		t.Fatalf("the load did not exercise the limit: %d allowed, %d refused", len(allowed), refused)
 	}
 }
