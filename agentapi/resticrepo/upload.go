@@ -12,6 +12,7 @@ import (
 	"os"
 	"path"
 	"sync"
+	"syscall"
 )
 
 // copyBufferSize is the size of the pooled buffers uploads are copied
@@ -193,11 +194,27 @@ func (h *Handler) writeTemp(root *os.Root, t target, body io.Reader, limit int64
 	_, _ = rand.Read(suffix[:])
 	tmp := path.Join(dir, tempPrefix+path.Base(rel)+"-"+hex.EncodeToString(suffix[:]))
 
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	// Direct I/O where the file system has it (direct.go); not under a
+	// test's wrapTemp, which needs the writes to go through it.
+	direct := directFlag != 0 && h.wrapTemp == nil
+	open := func() (*os.File, error) {
+		if direct {
+			f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|directFlag, 0o600)
+			if !errors.Is(err, syscall.EINVAL) {
+				return f, err
+			}
+			// No direct I/O here. Linux refuses O_DIRECT after creating
+			// the file.
+			direct = false
+			_ = root.Remove(tmp)
+		}
+		return root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	}
+	f, err := open()
 	if errors.Is(err, os.ErrNotExist) && dir != "." {
 		// A repository created by other means may lack a data/xx directory.
 		if err = root.MkdirAll(dir, 0o700); err == nil {
-			f, err = root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+			f, err = open()
 		}
 	}
 	if err != nil {
@@ -214,11 +231,16 @@ func (h *Handler) writeTemp(root *os.Root, t target, body io.Reader, limit int64
 	if t.kind != "config" { // config is the one file not named by its hash
 		sum = sha256.New()
 	}
-	var dst io.Writer = &writebackWriter{f: f}
-	if h.wrapTemp != nil {
-		dst = h.wrapTemp(f)
+	if direct {
+		size, err = copyDirect(f, sum, body, limit)
+	} else {
+		var dst io.Writer = &writebackWriter{f: f}
+		if h.wrapTemp != nil {
+			dst = h.wrapTemp(f)
+		}
+		size, err = copyUpload(dst, sum, body, limit)
 	}
-	if size, err = copyUpload(dst, sum, body, limit); err != nil {
+	if err != nil {
 		return "", size, err
 	}
 	if sum != nil && hex.EncodeToString(sum.Sum(nil)) != t.name {
@@ -239,30 +261,41 @@ func (h *Handler) writeTemp(root *os.Root, t target, body io.Reader, limit int64
 func copyUpload(dst io.Writer, sum hash.Hash, src io.Reader, limit int64) (int64, error) {
 	bp := copyBuffers.Get().(*[]byte)
 	defer copyBuffers.Put(bp)
-	buf := *bp
 	var written int64
 	for {
-		n, rerr := src.Read(buf)
+		n, rerr := readUpload(src, *bp, sum, limit-written)
 		if n > 0 {
-			if written+int64(n) > limit {
-				return written, errTooLarge
-			}
-			if sum != nil {
-				sum.Write(buf[:n])
-			}
-			if _, werr := dst.Write(buf[:n]); werr != nil {
+			if _, werr := dst.Write((*bp)[:n]); werr != nil {
 				return written, werr
 			}
 			written += int64(n)
 		}
-		switch {
-		case rerr == io.EOF:
+		if rerr == io.EOF {
 			return written, nil
-		case errors.Is(rerr, io.ErrUnexpectedEOF):
-			return written, readError{errTruncated}
-		case rerr != nil:
-			return written, readError{rerr}
+		} else if rerr != nil {
+			return written, rerr
 		}
+	}
+}
+
+// readUpload reads once from src into buf and hashes what it read into sum
+// (when not nil). It returns io.EOF at the end of src, errTooLarge when
+// more than room bytes came, and any other failure as a readError.
+func readUpload(src io.Reader, buf []byte, sum hash.Hash, room int64) (int, error) {
+	n, err := src.Read(buf)
+	if int64(n) > room {
+		return 0, errTooLarge
+	}
+	if sum != nil {
+		sum.Write(buf[:n])
+	}
+	switch {
+	case err == nil, err == io.EOF:
+		return n, err
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return n, readError{errTruncated}
+	default:
+		return n, readError{err}
 	}
 }
 
