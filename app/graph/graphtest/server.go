@@ -108,8 +108,11 @@ func New(t Tenant, opt Options) *Server {
 		mboxes: map[string]*mailboxLimits{},
 	}
 	s.setRolesLocked(t.Roles)
-	s.hs = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
-	s.base = s.hs.URL
+	// Set s.base before it serves: handlers read it, and a request from
+	// another process carries no happens-before edge to this write.
+	s.hs = httptest.NewUnstartedServer(http.HandlerFunc(s.serveHTTP))
+	s.base = "http://" + s.hs.Listener.Addr().String()
+	s.hs.Start()
 	return s
 }
 

@@ -67,7 +67,10 @@ func New(repo string, now func() time.Time, releases ...Release) *Server {
 		now = time.Now
 	}
 	s := &Server{repo: repo, releases: releases, limit: 60, now: now}
-	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
+	// Set s.Server before it serves: handlers read s.URL, and a request
+	// from another process carries no happens-before edge to this write.
+	s.Server = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	s.Start()
 	return s
 }
 
