@@ -85,7 +85,26 @@ func jobSteps(t *testing.T, a *appliance, b *browser) (jobID string) {
 	agentCall(t, a, enrolled.EndpointID, enrolled.Secret, "/agent/v1/runs/"+runID+"/progress",
 		wire.Progress{Phase: "uploading", Percent: 12, FilesDone: 12, FilesTotal: 100, BytesDone: 1200, BytesTotal: 10000}, nil)
 
-	b.open("/ui/jobs/" + started.JobID)
+	// Open the job page in the app (no reload) with the page's first read
+	// of the job held in the browser once answered, so that it reaches the
+	// page only after the stream has moved on: an overtaken read must not
+	// put the older progress back.
+	b.open("/ui/jobs")
+	b.waitText("Machine backup")
+	eval[bool](b, fmt.Sprintf(`(() => {
+		const path = '/api/v1/jobs/' + %s, real = window.fetch;
+		window.__readHeld = false;
+		const held = new Promise((r) => { window.__releaseRead = r; });
+		window.fetch = async (url, opts) => {
+			const res = await real(url, opts);
+			if (url === path && !window.__readHeld) { window.__readHeld = true; await held; }
+			return res;
+		};
+		history.pushState(null, '', '/ui/jobs/' + %s);
+		window.dispatchEvent(new PopStateEvent('popstate'));
+		return true; })()`, js(started.JobID), js(started.JobID)))
+	b.waitTrue("the first read held", `window.__readHeld === true`)
+	b.waitTrue("the stream open", `[...document.querySelectorAll('[aria-live=polite]')].some((e) => e.textContent === 'Live')`)
 	b.waitText("12%")
 	agentCall(t, a, enrolled.EndpointID, enrolled.Secret, "/agent/v1/runs/"+runID+"/progress",
 		wire.Progress{Phase: "uploading", Percent: 64, FilesDone: 64, FilesTotal: 100, BytesDone: 6400, BytesTotal: 10000}, nil)
@@ -95,6 +114,11 @@ func jobSteps(t *testing.T, a *appliance, b *browser) (jobID string) {
 	// more means it came from the page's stalled-stream re-read instead.
 	if d := time.Since(sent); d > 3*time.Second {
 		t.Errorf("progress 12%% -> 64%% shown %s after the agent reported it: not through the event stream", d.Round(time.Millisecond))
+	}
+	eval[bool](b, `(window.__releaseRead(), true)`) // the held read (12%) arrives now
+	time.Sleep(time.Second)
+	if p := eval[string](b, `document.querySelector('[data-testid=job-percent]').textContent`); p != "64%" {
+		t.Errorf("after a read the stream overtook arrived, the page shows %s, want 64%%", p)
 	}
 	progressBarSteps(t, b)
 	b.shot("10-job-live")

@@ -68,16 +68,24 @@ function useLiveJob(id) {
   useEffect(() => {
     let poll = null;
     let closed = false;
-    const load = () => api('GET', '/jobs/' + encodeURIComponent(id)).then((j) => {
-      // A read sent before the stream's end may answer after it (a job of
-      // under a second): a finished job never goes back to running.
-      setJob((cur) => (cur && finished(cur.state) && !finished(j.state) ? cur : j));
-      if (finished(j.state)) { clearInterval(poll); closed = true; setLive('done'); }
-    }).catch((e) => { setError(e); clearInterval(poll); });
+    let received = 0; // stream events so far
+    const load = () => {
+      const sent = received;
+      return api('GET', '/jobs/' + encodeURIComponent(id)).then((j) => {
+        // The stream carries every change in order, so a read it overtook
+        // (an event arrived while the read was in flight) may be older than
+        // what is shown, and is dropped; the stream brings anything newer.
+        if (received !== sent && !finished(j.state)) return;
+        // A read sent before the stream's end may answer after it (a job of
+        // under a second): a finished job never goes back to running.
+        setJob((cur) => (cur && finished(cur.state) && !finished(j.state) ? cur : j));
+        if (finished(j.state)) { clearInterval(poll); closed = true; setLive('done'); }
+      }).catch((e) => { setError(e); clearInterval(poll); });
+    };
     load();
     const es = new EventSource('/api/v1/jobs/' + encodeURIComponent(id) + '/events');
     let lastEvent = Date.now();
-    const seen = () => { lastEvent = Date.now(); };
+    const seen = () => { lastEvent = Date.now(); received++; };
     ['snapshot', 'progress', 'state', 'end'].forEach((t) => es.addEventListener(t, seen));
     // Safety net: a running job whose stream stays silent for 5 s is re-read,
     // so progress recorded by a path that does not feed the stream still shows.
