@@ -79,8 +79,8 @@ func serve(ctx context.Context, args []string, e env) error {
 		proxies = append(proxies, prefix)
 	}
 	// Webhooks: secrets sealed with a key in the data directory, one guarded
-	// HTTP client. Producers of events in this process wake the dispatcher
-	// with deliveries.Notify after committing an event.
+	// HTTP client. The store wakes the dispatcher after every commit that
+	// added events, whoever raised them.
 	secretBox, err := webhooks.OpenSecretBox(cfg.DataDir)
 	if err != nil {
 		return err
@@ -95,9 +95,10 @@ func serve(ctx context.Context, args []string, e env) error {
 	stats := newMetrics(db, storage, logger)
 	deliveries := &webhooks.Dispatcher{Store: db, Events: db, Box: secretBox, Client: guard.Client(),
 		Logger: logger.With("component", "webhooks"), Attempted: stats.WebhookAttempted}
+	db.OnEventsCommitted(deliveries.Notify)
 	// Jobs: kinds register with the runner; the API submits and streams
 	// through it. It starts (recovering interrupted jobs) after the listener.
-	runner := jobs.New(jobs.Config{Store: db, Schedules: db, Logger: logger.With("component", "jobs"), Notify: deliveries.Notify,
+	runner := jobs.New(jobs.Config{Store: db, Schedules: db, Logger: logger.With("component", "jobs"),
 		Ended:   stats.JobEnded,
 		Workers: map[string]int{app.QueueMailboxBackup: m365BackupWorkers, app.QueueDriveBackup: m365BackupWorkers}})
 	for _, k := range agentapi.JobKinds(db, db) {
@@ -107,14 +108,8 @@ func serve(ctx context.Context, args []string, e env) error {
 		runner.Register(k)
 	}
 	// Agents report runs over /agent/v1 and end them in their own store
-	// transaction: tell the live streams, and wake the webhook dispatcher
-	// for the events a finished run committed.
-	agentJobChanged := func(j *app.Job) {
-		runner.Broker().Publish(j)
-		if app.JobTerminal(j.State) {
-			deliveries.Notify()
-		}
-	}
+	// transaction: tell the live streams.
+	agentJobChanged := runner.Broker().Publish
 	// Verify runs and retention prunes of one endpoint's repository never
 	// overlap: they share these leases.
 	repoLeases := &resticcmd.Leases{}

@@ -30,9 +30,12 @@ func (db *DB) insertEvent(ctx context.Context, tx *sql.Tx, e *app.Event) error {
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, "INSERT INTO events (id, type, tenant_id, created_at, body) VALUES (?,?,?,?,?)",
-		e.ID, e.Type, e.TenantID, e.CreatedAt.UnixMilli(), string(body))
-	return convertError(err)
+	if _, err = tx.ExecContext(ctx, "INSERT INTO events (id, type, tenant_id, created_at, body) VALUES (?,?,?,?,?)",
+		e.ID, e.Type, e.TenantID, e.CreatedAt.UnixMilli(), string(body)); err != nil {
+		return convertError(err)
+	}
+	db.txEvents.Store(tx, struct{}{}) // WriteTx calls OnEventsCommitted's hook after the commit
+	return nil
 }
 
 // PublishEvent stores an event on its own.

@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -154,5 +156,65 @@ func TestIncidentsOnEndpointRuns(t *testing.T) {
 	}
 	if open, err := db.OpenIncidents(ctx); err != nil || len(open) != 0 {
 		t.Fatalf("open incidents = %v, %v; want none", open, err)
+	}
+}
+
+// TestOnEventsCommitted: the hook runs once per write transaction that
+// added events, after its commit (the event is readable from the hook),
+// and never for a transaction that added none or was rolled back.
+func TestOnEventsCommitted(t *testing.T) {
+	db, _ := openTestDB(t)
+	ctx := context.Background()
+	var calls, sawEvents int
+	db.OnEventsCommitted(func() {
+		calls++
+		evs, err := db.UndispatchedEvents(ctx, 100)
+		if err != nil {
+			t.Error(err)
+		}
+		sawEvents = len(evs)
+	})
+
+	publish(t, db, app.EventJobFailed, "tn_a")
+	if calls != 1 || sawEvents != 1 {
+		t.Fatalf("after one event: %d calls, the hook saw %d events; want 1 and 1", calls, sawEvents)
+	}
+	// Two events in one transaction: one call.
+	if err := db.WriteTx(ctx, func(tx *sql.Tx) error {
+		for range 2 {
+			if err := db.insertEvent(ctx, tx, &app.Event{Type: app.EventJobCompleted, TenantID: "tn_a"}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 2 || sawEvents != 3 {
+		t.Fatalf("after a transaction of two events: %d calls, the hook saw %d events; want 2 and 3", calls, sawEvents)
+	}
+	// No event, or an event rolled back: no call, and nothing left behind.
+	if err := db.WriteTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, "DELETE FROM sessions WHERE expires_at < 0")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	failed := errors.New("changed my mind")
+	if err := db.WriteTx(ctx, func(tx *sql.Tx) error {
+		if err := db.insertEvent(ctx, tx, &app.Event{Type: app.EventJobFailed, TenantID: "tn_a"}); err != nil {
+			return err
+		}
+		return failed
+	}); err != failed {
+		t.Fatalf("rolled-back transaction: %v", err)
+	}
+	if calls != 2 {
+		t.Fatalf("%d calls after transactions without a committed event, want 2", calls)
+	}
+	n := 0
+	db.txEvents.Range(func(any, any) bool { n++; return true })
+	if n != 0 {
+		t.Fatalf("%d transactions still marked", n)
 	}
 }

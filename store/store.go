@@ -28,6 +28,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"backstop/app"
@@ -63,7 +64,16 @@ type DB struct {
 
 	touchMu sync.Mutex
 	touched map[string]time.Time // key id -> last lastUsedAt written
+
+	eventsCommitted atomic.Pointer[func()] // OnEventsCommitted's hook
+	txEvents        sync.Map               // *sql.Tx -> struct{}: the write transaction added an event
 }
+
+// OnEventsCommitted sets fn to be called after each write transaction that
+// added events to the outbox has committed: whatever the producer (a job's
+// end, an agent's run, a replay), the webhook dispatcher hears of it at
+// once, without polling. fn must not block.
+func (db *DB) OnEventsCommitted(fn func()) { db.eventsCommitted.Store(&fn) }
 
 // Open opens (creating if needed) the database file at path, checks that WAL
 // is in effect, applies pending migrations and starts the audit writer.
@@ -180,10 +190,19 @@ func (db *DB) WriteTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		return err
 	}
 	defer tx.Rollback()
+	defer db.txEvents.Delete(tx)
 	if err := fn(tx); err != nil {
 		return err
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	if _, added := db.txEvents.Load(tx); added {
+		if fn := db.eventsCommitted.Load(); fn != nil {
+			(*fn)()
+		}
+	}
+	return nil
 }
 
 // Reader returns the read-only pool, for packages that extend the store.

@@ -47,9 +47,6 @@ func (r *Runner) finish(ctx context.Context, id string, out *Outcome, runErr err
 	if r.cfg.Ended != nil {
 		r.cfg.Ended(j)
 	}
-	if j.State != app.JobInterrupted && r.cfg.Notify != nil {
-		r.cfg.Notify()
-	}
 	if j.State == app.JobInterrupted || (j.Failure != nil && j.Failure.Retry.State == app.RetryScheduled) {
 		r.Poke() // a re-run was queued
 	}

@@ -85,9 +85,6 @@ type Config struct {
 	ProgressEvery time.Duration
 	// MaxIdle is the longest the dispatcher sleeps without a wake-up.
 	MaxIdle time.Duration
-	// Notify, if set, is called after a job's end committed webhook events
-	// (it wakes the webhook dispatcher).
-	Notify func()
 	// Ended, if set, is called once with each job this runner ended, after
 	// its final state committed (metrics observe durations here). It must
 	// not block.

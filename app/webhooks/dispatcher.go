@@ -29,10 +29,12 @@ import (
 // the crash is repeated with the same delivery id, which receivers use to
 // drop duplicates).
 //
-// The scheduler wakes on Notify (producers in this process call it after
-// committing an event), when the next delivery falls due, when a worker
-// slot frees, and every PollInterval as a fallback for events written by
-// other processes.
+// The scheduler wakes on Notify (the store calls it after every commit that
+// added events, the Service after queueing a delivery or enabling a
+// webhook), when the next delivery falls due, when a worker slot frees,
+// and every PollInterval as a fallback (events written by another process,
+// a failed read retried). An idle appliance so wakes it every 10 s, not 4
+// times a second.
 type Dispatcher struct {
 	Store  app.WebhookStore
 	Events app.EventService
@@ -45,7 +47,7 @@ type Dispatcher struct {
 	// them per webhook (default 8).
 	Workers    int
 	PerWebhook int
-	// PollInterval is the longest the scheduler sleeps (default 250 ms): it
+	// PollInterval is the longest the scheduler sleeps (default 10 s): it
 	// bounds the delay of events whose producer did not call Notify.
 	PollInterval time.Duration
 	// UserAgent of every attempt (default backstop-webhooks/<app.Version>).
@@ -83,7 +85,7 @@ func (d *Dispatcher) Open() {
 		d.PerWebhook = 8
 	}
 	if d.PollInterval <= 0 {
-		d.PollInterval = 250 * time.Millisecond
+		d.PollInterval = 10 * time.Second
 	}
 	if d.UserAgent == "" {
 		d.UserAgent = "backstop-webhooks/" + app.Version

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -328,4 +329,43 @@ func TestPurgeAfter30Days(t *testing.T) {
 	if events != 0 || attempts != 0 {
 		t.Errorf("left %d events, %d attempts", events, attempts)
 	}
+}
+
+// TestEnablingWakesTheDispatcher: a webhook disabled while a retry is
+// pending gets that retry as soon as it is enabled again, not at the next
+// poll (a minute in these tests).
+func TestEnablingWakesTheDispatcher(t *testing.T) {
+	e := newEnv(t, true)
+	tenant := e.tenant()
+	var fail atomic.Bool
+	fail.Store(true)
+	rc := newReceiver(t, func(w http.ResponseWriter, r *http.Request) {
+		if fail.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	})
+	w, _ := e.webhook(tenant, rc.URL)
+	e.publish(tenant, app.EventJobFailed)
+	rc.next(t)
+	e.waitDelivery(w.ID, func(d *app.Delivery) bool { return len(d.Attempts) == 1 && d.State == app.DeliveryPending })
+	fail.Store(false)
+
+	off, on := false, true
+	if _, err := e.svc.UpdateWebhook(context.Background(), tenant, w.ID, app.WebhookUpdate{Enabled: &off}); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Add(app.RetrySchedule[0])
+	e.disp.Notify()
+	select {
+	case <-rc.got:
+		t.Fatal("a disabled webhook's delivery was attempted")
+	case <-time.After(200 * time.Millisecond):
+	}
+	if _, err := e.svc.UpdateWebhook(context.Background(), tenant, w.ID, app.WebhookUpdate{Enabled: &on}); err != nil {
+		t.Fatal(err)
+	}
+	if r := rc.next(t); r.header.Get("X-Service-Attempt") != "2" {
+		t.Fatalf("attempt header %q after enabling, want 2", r.header.Get("X-Service-Attempt"))
+	}
+	e.waitDelivery(w.ID, func(d *app.Delivery) bool { return d.State == app.DeliveryDelivered })
 }

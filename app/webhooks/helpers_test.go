@@ -71,8 +71,10 @@ func newEnv(t *testing.T, allowPrivate bool) *env {
 
 func (e *env) startDispatcher() {
 	e.disp = &webhooks.Dispatcher{Store: e.db, Events: e.db, Box: e.box, Client: e.guard.Client(), Now: e.clock.Now,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), PerWebhook: 2, Workers: 8}
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), PerWebhook: 2, Workers: 8,
+		PollInterval: time.Minute} // longer than any wait: every test runs on wake-ups alone
 	e.svc = &webhooks.Service{Store: e.db, Guard: e.guard, Box: e.box, Notify: e.disp.Notify, Now: e.clock.Now}
+	e.db.OnEventsCommitted(e.disp.Notify) // as serve wires it
 	e.disp.Open()
 	e.t.Cleanup(e.disp.Close)
 }
@@ -100,15 +102,15 @@ func (e *env) webhook(tenant, url string, events ...string) (*app.Webhook, strin
 	return w, secret
 }
 
-// publish writes a job.failed event to the outbox, as a job's end does,
-// and wakes the dispatcher.
+// publish writes an event to the outbox, as a job's end does; the store
+// wakes the dispatcher (a missed wake-up fails the tests waiting for a
+// delivery: the poll is a minute).
 func (e *env) publish(tenant, typ string) *app.Event {
 	e.t.Helper()
 	ev := &app.Event{Type: typ, TenantID: tenant, Data: map[string]any{"job": map[string]any{"id": "job_1", "state": "failed"}}}
 	if err := e.db.PublishEvent(context.Background(), ev); err != nil {
 		e.t.Fatal(err)
 	}
-	e.disp.Notify()
 	return ev
 }
 

@@ -21,7 +21,8 @@ type Service struct {
 	Store app.WebhookStore
 	Guard *Guard
 	Box   *SecretBox
-	// Notify, if set, is called after a delivery was queued (test, replay).
+	// Notify, if set, is called after a delivery was queued (test, replay)
+	// and after a webhook was enabled (its pending deliveries are due).
 	Notify func()
 	Now    app.Clock
 }
@@ -143,7 +144,7 @@ func (s *Service) UpdateWebhook(ctx context.Context, tenantID, id string, u app.
 		}
 		u.URL = &url
 	}
-	return s.Store.UpdateWebhook(ctx, id, func(w *app.Webhook) error {
+	w, err := s.Store.UpdateWebhook(ctx, id, func(w *app.Webhook) error {
 		if u.URL != nil {
 			w.URL = *u.URL
 		}
@@ -158,6 +159,10 @@ func (s *Service) UpdateWebhook(ctx context.Context, tenantID, id string, u app.
 		}
 		return nil
 	})
+	if err == nil && w.Enabled {
+		s.notify()
+	}
+	return w, err
 }
 
 // DeleteWebhook deletes the webhook; pending deliveries go with it.
