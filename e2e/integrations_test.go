@@ -97,7 +97,7 @@ func jobSteps(t *testing.T, a *appliance, b *browser) (jobID string) {
 		const held = new Promise((r) => { window.__releaseRead = r; });
 		window.fetch = async (url, opts) => {
 			const res = await real(url, opts);
-			if (url === path && !window.__readHeld) { window.__readHeld = true; await held; }
+			if (url === path && !window.__readHeld) { window.__readHeld = true; await held; window.__readLet = true; }
 			return res;
 		};
 		history.pushState(null, '', '/ui/jobs/' + %s);
@@ -116,7 +116,8 @@ func jobSteps(t *testing.T, a *appliance, b *browser) (jobID string) {
 		t.Errorf("progress 12%% -> 64%% shown %s after the agent reported it: not through the event stream", d.Round(time.Millisecond))
 	}
 	eval[bool](b, `(window.__releaseRead(), true)`) // the held read (12%) arrives now
-	time.Sleep(time.Second)
+	b.waitTrue("the held read let through", `window.__readLet === true`)
+	time.Sleep(500 * time.Millisecond) // its body parsed and the page drawn
 	if p := eval[string](b, `document.querySelector('[data-testid=job-percent]').textContent`); p != "64%" {
 		t.Errorf("after a read the stream overtook arrived, the page shows %s, want 64%%", p)
 	}
